@@ -1,0 +1,169 @@
+package dev.retsu.lock.testing;
+
+import io.zonky.test.db.postgres.embedded.DefaultPostgresBinaryResolver;
+import java.io.BufferedInputStream;
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HashSet;
+import java.util.HexFormat;
+import java.util.Locale;
+import java.util.Set;
+import org.apache.commons.compress.archivers.tar.TarArchiveEntry;
+import org.apache.commons.compress.archivers.tar.TarArchiveInputStream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.tukaani.xz.XZInputStream;
+
+/**
+ * Finds PostgreSQL server binaries: the archive that zonky's binary jars ship for this platform,
+ * unpacked once per machine into the temporary directory (shared safely between JVMs), or a
+ * directory of installed binaries such as {@code /usr/lib/postgresql/15/bin}.
+ */
+final class PostgresBinaries {
+
+  private static final Logger LOG = LoggerFactory.getLogger(PostgresBinaries.class);
+
+  private PostgresBinaries() {}
+
+  /**
+   * Returns the {@code bin} directory of the embedded binaries, unpacking them if needed.
+   *
+   * @return a directory with {@code initdb}, {@code pg_ctl} and {@code postgres}
+   */
+  static Path embedded() {
+    byte[] archive = readArchive();
+    String digest = sha256(archive).substring(0, 16);
+    Path root = Path.of(System.getProperty("java.io.tmpdir"), "retsu-lock-pg-bin-" + digest);
+    Path marker = root.resolve(".complete");
+    if (Files.exists(marker)) {
+      return root.resolve("bin");
+    }
+    Path lockFile = Path.of(System.getProperty("java.io.tmpdir"), "retsu-lock-pg-bin-" + digest + ".lock");
+    try (FileChannel channel =
+            FileChannel.open(lockFile, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+        FileLock unpackLock = channel.lock()) {
+      if (unpackLock.isValid() && !Files.exists(marker)) {
+        Path staging = Files.createTempDirectory(root.getParent(), "retsu-lock-pg-unpack-");
+        LOG.info("Unpacking embedded PostgreSQL binaries into {}", root);
+        unpack(archive, staging);
+        setPermissions(staging, "rwxr-xr-x");
+        Files.createFile(staging.resolve(".complete"));
+        if (Files.exists(root)) {
+          deleteTree(root);
+        }
+        Files.move(staging, root, StandardCopyOption.ATOMIC_MOVE);
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot unpack the embedded PostgreSQL binaries into " + root, e);
+    }
+    return root.resolve("bin");
+  }
+
+  private static byte[] readArchive() {
+    String os = System.getProperty("os.name").toLowerCase(Locale.ROOT);
+    String system = os.contains("mac") ? "Darwin" : os.contains("win") ? "Windows" : "Linux";
+    String arch = System.getProperty("os.arch");
+    String machine = "amd64".equals(arch) ? "x86_64" : arch;
+    try (InputStream in = DefaultPostgresBinaryResolver.INSTANCE.getPgBinary(system, machine)) {
+      return in.readAllBytes();
+    } catch (IOException e) {
+      throw new UncheckedIOException(
+          "cannot read the embedded PostgreSQL binaries for " + system + "/" + machine, e);
+    }
+  }
+
+  private static void unpack(byte[] archive, Path target) throws IOException {
+    try (TarArchiveInputStream tar =
+        new TarArchiveInputStream(
+            new XZInputStream(new BufferedInputStream(new ByteArrayInputStream(archive))))) {
+      TarArchiveEntry entry;
+      while ((entry = tar.getNextEntry()) != null) {
+        Path path = target.resolve(entry.getName()).normalize();
+        if (!path.startsWith(target)) {
+          throw new IOException("archive entry escapes the target directory: " + entry.getName());
+        }
+        if (entry.isDirectory()) {
+          Files.createDirectories(path);
+        } else if (entry.isSymbolicLink()) {
+          Files.createDirectories(path.getParent());
+          Files.deleteIfExists(path);
+          Files.createSymbolicLink(path, Path.of(entry.getLinkName()));
+        } else if (entry.isLink()) {
+          Files.createDirectories(path.getParent());
+          Files.deleteIfExists(path);
+          Files.createLink(path, target.resolve(entry.getLinkName()).normalize());
+        } else {
+          Files.createDirectories(path.getParent());
+          Files.copy(tar, path, StandardCopyOption.REPLACE_EXISTING);
+          Files.setPosixFilePermissions(path, permissions(entry.getMode()));
+        }
+      }
+    }
+  }
+
+  private static Set<PosixFilePermission> permissions(int mode) {
+    Set<PosixFilePermission> perms = new HashSet<>();
+    PosixFilePermission[] bits = {
+      PosixFilePermission.OTHERS_EXECUTE,
+      PosixFilePermission.OTHERS_WRITE,
+      PosixFilePermission.OTHERS_READ,
+      PosixFilePermission.GROUP_EXECUTE,
+      PosixFilePermission.GROUP_WRITE,
+      PosixFilePermission.GROUP_READ,
+      PosixFilePermission.OWNER_EXECUTE,
+      PosixFilePermission.OWNER_WRITE,
+      PosixFilePermission.OWNER_READ
+    };
+    for (int i = 0; i < bits.length; i++) {
+      if ((mode & (1 << i)) != 0) {
+        perms.add(bits[i]);
+      }
+    }
+    // Everybody may read and run the binaries: as root the server runs as another user.
+    perms.add(PosixFilePermission.OTHERS_READ);
+    perms.add(PosixFilePermission.GROUP_READ);
+    perms.add(PosixFilePermission.OWNER_READ);
+    return perms;
+  }
+
+  private static void setPermissions(Path dir, String perms) throws IOException {
+    try (var stream = Files.walk(dir)) {
+      for (Path p : (Iterable<Path>) stream::iterator) {
+        if (Files.isDirectory(p, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+          Files.setPosixFilePermissions(p, PosixFilePermissions.fromString(perms));
+        }
+      }
+    }
+  }
+
+  static void deleteTree(Path dir) throws IOException {
+    if (!Files.exists(dir, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+      return;
+    }
+    try (var stream = Files.walk(dir)) {
+      for (Path p : (Iterable<Path>) stream.sorted(java.util.Comparator.reverseOrder())::iterator) {
+        Files.deleteIfExists(p);
+      }
+    }
+  }
+
+  private static String sha256(byte[] bytes) {
+    try {
+      return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes));
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException("SHA-256 is missing from this JVM", e);
+    }
+  }
+}

@@ -1,0 +1,254 @@
+package dev.retsu.lock.testing;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import javax.sql.DataSource;
+import org.postgresql.ds.PGSimpleDataSource;
+
+/**
+ * A fresh database on the shared test server, created for one test class and dropped after it.
+ * Gives non-pooling data sources and a few operator queries that tests assert with. Thread-safe.
+ */
+public final class TestDatabase implements AutoCloseable {
+
+  private final PostgresServer server;
+  private final String name;
+
+  TestDatabase(PostgresServer server, String name) {
+    this.server = Objects.requireNonNull(server, "server");
+    this.name = Objects.requireNonNull(name, "name");
+  }
+
+  /**
+   * Creates a new database on a server.
+   *
+   * @param server the server
+   * @param name a lowercase SQL identifier
+   * @return the database
+   * @throws SQLException when the server refuses
+   */
+  public static TestDatabase create(PostgresServer server, String name) throws SQLException {
+    if (!name.matches("[a-z_][a-z0-9_]{0,62}")) {
+      throw new IllegalArgumentException(
+          "name must be a lowercase identifier of at most 63 characters, but was " + name);
+    }
+    try (Connection c = server.connect("postgres");
+        Statement s = c.createStatement()) {
+      s.execute("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
+      s.execute("CREATE DATABASE " + name);
+    }
+    return new TestDatabase(server, name);
+  }
+
+  /**
+   * Returns the server this database lives on.
+   *
+   * @return the server
+   */
+  public PostgresServer server() {
+    return server;
+  }
+
+  /**
+   * Returns the database name.
+   *
+   * @return the name
+   */
+  public String name() {
+    return name;
+  }
+
+  /**
+   * Returns the JDBC URL of this database, without credentials.
+   *
+   * @return the URL
+   */
+  public String jdbcUrl() {
+    return server.jdbcUrl(name);
+  }
+
+  /**
+   * Returns the user to connect as.
+   *
+   * @return the user name
+   */
+  public String user() {
+    return server.user();
+  }
+
+  /**
+   * Returns the password to connect with.
+   *
+   * @return the password, possibly empty
+   */
+  public String password() {
+    return server.password();
+  }
+
+  /**
+   * Returns a new non-pooling data source: every {@code getConnection()} opens a new session and
+   * {@code close()} ends it.
+   *
+   * @return a data source
+   */
+  public PGSimpleDataSource dataSource() {
+    PGSimpleDataSource ds = new PGSimpleDataSource();
+    ds.setUrl(jdbcUrl());
+    ds.setUser(server.user());
+    if (!server.password().isEmpty()) {
+      ds.setPassword(server.password());
+    }
+    return ds;
+  }
+
+  /**
+   * Opens a new physical connection.
+   *
+   * @return a connection the caller closes
+   * @throws SQLException when the server cannot be reached
+   */
+  public Connection connect() throws SQLException {
+    return server.connect(name);
+  }
+
+  /**
+   * Returns the backend pids that hold an advisory lock in this database right now.
+   *
+   * @return pids, possibly with duplicates when one backend holds several locks
+   * @throws SQLException on a database error
+   */
+  public List<Integer> advisoryLockHolders() throws SQLException {
+    return queryInts(
+        "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND database ="
+            + " (SELECT oid FROM pg_database WHERE datname = current_database()) ORDER BY pid");
+  }
+
+  /**
+   * Returns how many advisory locks a backend holds in this database.
+   *
+   * @param pid the backend pid
+   * @return the number of granted advisory locks
+   * @throws SQLException on a database error
+   */
+  public int advisoryLocksHeldBy(int pid) throws SQLException {
+    return queryInts(
+            "SELECT count(*)::int FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = ?",
+            pid)
+        .get(0);
+  }
+
+  /**
+   * Returns whether a backend process is still alive.
+   *
+   * @param pid the backend pid
+   * @return true while {@code pg_stat_activity} lists it
+   * @throws SQLException on a database error
+   */
+  public boolean backendExists(int pid) throws SQLException {
+    return !queryInts("SELECT pid FROM pg_stat_activity WHERE pid = ?", pid).isEmpty();
+  }
+
+  /**
+   * Counts client sessions connected to this database, other than the one asking.
+   *
+   * @return the number of client backends
+   * @throws SQLException on a database error
+   */
+  public int clientSessions() throws SQLException {
+    return queryInts(
+            "SELECT count(*)::int FROM pg_stat_activity WHERE datname = current_database()"
+                + " AND backend_type = 'client backend' AND pid <> pg_backend_pid()")
+        .get(0);
+  }
+
+  /**
+   * Counts client sessions of this database whose {@code application_name} starts with a prefix.
+   *
+   * @param prefix the prefix
+   * @return the number of sessions
+   * @throws SQLException on a database error
+   */
+  public int clientSessions(String prefix) throws SQLException {
+    return queryInts(
+            "SELECT count(*)::int FROM pg_stat_activity WHERE datname = current_database()"
+                + " AND backend_type = 'client backend' AND pid <> pg_backend_pid()"
+                + " AND starts_with(application_name, ?)",
+            prefix)
+        .get(0);
+  }
+
+  /**
+   * Terminates a backend as an operator would, with {@code pg_terminate_backend}, and waits up
+   * to 5 seconds for it to exit.
+   *
+   * @param pid the backend pid
+   * @return whether the signal was sent
+   * @throws SQLException on a database error
+   */
+  public boolean terminateBackend(int pid) throws SQLException {
+    try (Connection c = connect();
+        PreparedStatement ps = c.prepareStatement("SELECT pg_terminate_backend(?, 5000)")) {
+      ps.setInt(1, pid);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getBoolean(1);
+      }
+    }
+  }
+
+  /**
+   * Runs a query that returns one integer column.
+   *
+   * @param sql the query, with {@code ?} parameters
+   * @param args the parameters
+   * @return the values, in order
+   * @throws SQLException on a database error
+   */
+  public List<Integer> queryInts(String sql, Object... args) throws SQLException {
+    try (Connection c = connect();
+        PreparedStatement ps = c.prepareStatement(sql)) {
+      for (int i = 0; i < args.length; i++) {
+        ps.setObject(i + 1, args[i]);
+      }
+      List<Integer> out = new ArrayList<>();
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          out.add(rs.getInt(1));
+        }
+      }
+      return out;
+    }
+  }
+
+  /**
+   * Runs statements on a new connection.
+   *
+   * @param sql the statements
+   * @throws SQLException on a database error
+   */
+  public void execute(String sql) throws SQLException {
+    try (Connection c = connect();
+        Statement s = c.createStatement()) {
+      s.execute(sql);
+    }
+  }
+
+  /** Drops the database, ending any session still connected to it. */
+  @Override
+  public void close() {
+    try (Connection c = server.connect("postgres");
+        Statement s = c.createStatement()) {
+      s.execute("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
+    } catch (SQLException e) {
+      // The server may be down at the end of a restart test; the database dies with it.
+      org.slf4j.LoggerFactory.getLogger(TestDatabase.class)
+          .warn("Cannot drop test database {}: {}", name, e.toString());
+    }
+  }
+}
