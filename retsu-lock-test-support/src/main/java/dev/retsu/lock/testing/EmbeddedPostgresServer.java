@@ -150,12 +150,52 @@ public final class EmbeddedPostgresServer implements PostgresServer {
 
   @Override
   public String describe() {
-    return "embedded PostgreSQL (" + binDir + ") on 127.0.0.1:" + port + (asRoot ? " as nobody" : "");
+    return "embedded PostgreSQL ("
+        + binDir
+        + ") on 127.0.0.1:"
+        + port
+        + (asRoot ? " as nobody" : "");
   }
 
   @Override
   public boolean supportsRestart() {
     return true;
+  }
+
+  /**
+   * Starts a hot standby that streams from this server. The primary is stopped (fast) for the
+   * moment of the file copy and started again. The standby answers read-only queries with {@code
+   * pg_is_in_recovery() = true} until promoted ({@code SELECT pg_promote()}).
+   *
+   * @return the running standby; close it like any server
+   */
+  public EmbeddedPostgresServer startStreamingReplica() {
+    lock.lock();
+    try {
+      stop(ShutdownMode.FAST);
+      Builder b = builder();
+      b.binDir = binDir;
+      b.settings.clear();
+      b.settings.putAll(settings);
+      EmbeddedPostgresServer replica = new EmbeddedPostgresServer(b);
+      replica.run(List.of("cp", "-a", dataDir + "/.", replica.dataDir.toString()));
+      replica.run(List.of("touch", replica.dataDir.resolve("standby.signal").toString()));
+      replica.run(
+          List.of(
+              "sh",
+              "-c",
+              "echo \"primary_conninfo = 'host=127.0.0.1 port="
+                  + port
+                  + " user=postgres application_name=retsu_replica'\" >> '"
+                  + replica.dataDir.resolve("postgresql.auto.conf")
+                  + "'"));
+      start();
+      Runtime.getRuntime().addShutdownHook(replica.shutdownHook);
+      replica.start();
+      return replica;
+    } finally {
+      lock.unlock();
+    }
   }
 
   private EmbeddedPostgresServer initAndStart() {
@@ -301,7 +341,8 @@ public final class EmbeddedPostgresServer implements PostgresServer {
       }
     }
     throw new IllegalStateException(
-        "PostgreSQL did not accept connections within " + STARTUP_TIMEOUT + ":\n" + logTail(), last);
+        "PostgreSQL did not accept connections within " + STARTUP_TIMEOUT + ":\n" + logTail(),
+        last);
   }
 
   private List<String> privileged(List<String> command) {

@@ -50,7 +50,8 @@ final class PostgresBinaries {
     if (Files.exists(marker)) {
       return root.resolve("bin");
     }
-    Path lockFile = Path.of(System.getProperty("java.io.tmpdir"), "retsu-lock-pg-bin-" + digest + ".lock");
+    Path lockFile =
+        Path.of(System.getProperty("java.io.tmpdir"), "retsu-lock-pg-bin-" + digest + ".lock");
     try (FileChannel channel =
             FileChannel.open(lockFile, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
         FileLock unpackLock = channel.lock()) {
@@ -66,7 +67,8 @@ final class PostgresBinaries {
         Files.move(staging, root, StandardCopyOption.ATOMIC_MOVE);
       }
     } catch (IOException e) {
-      throw new UncheckedIOException("cannot unpack the embedded PostgreSQL binaries into " + root, e);
+      throw new UncheckedIOException(
+          "cannot unpack the embedded PostgreSQL binaries into " + root, e);
     }
     return root.resolve("bin");
   }

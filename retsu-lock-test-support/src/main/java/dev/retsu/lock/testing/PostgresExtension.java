@@ -58,7 +58,8 @@ public final class PostgresExtension implements BeforeAllCallback, ParameterReso
     TestDatabase db = store.get("db", TestDatabase.class);
     if (db == null) {
       String cls = classContext.getRequiredTestClass().getSimpleName().toLowerCase(Locale.ROOT);
-      String name = "t" + COUNTER.incrementAndGet() + "_" + ProcessHandle.current().pid() + "_" + cls;
+      String name =
+          "t" + COUNTER.incrementAndGet() + "_" + ProcessHandle.current().pid() + "_" + cls;
       name = name.replaceAll("[^a-z0-9_]", "_");
       if (name.length() > 63) {
         name = name.substring(0, 63);

@@ -8,7 +8,6 @@ import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
-import javax.sql.DataSource;
 import org.postgresql.ds.PGSimpleDataSource;
 
 /**
@@ -184,8 +183,8 @@ public final class TestDatabase implements AutoCloseable {
   }
 
   /**
-   * Terminates a backend as an operator would, with {@code pg_terminate_backend}, and waits up
-   * to 5 seconds for it to exit.
+   * Terminates a backend as an operator would, with {@code pg_terminate_backend}, and waits up to 5
+   * seconds for it to exit.
    *
    * @param pid the backend pid
    * @return whether the signal was sent

@@ -48,7 +48,9 @@ public final class TestPostgres {
     String url = System.getenv("RETSU_TEST_JDBC_URL");
     if (url != null && !url.isBlank()) {
       return new ExternalPostgresServer(
-          url.trim(), System.getenv("RETSU_TEST_JDBC_USER"), System.getenv("RETSU_TEST_JDBC_PASSWORD"));
+          url.trim(),
+          System.getenv("RETSU_TEST_JDBC_USER"),
+          System.getenv("RETSU_TEST_JDBC_PASSWORD"));
     }
     String forced = System.getenv("RETSU_TEST_POSTGRES");
     if (!"embedded".equalsIgnoreCase(forced) && dockerConfigured()) {

@@ -1,0 +1,37 @@
+package dev.retsu.lock;
+
+import java.time.Instant;
+import java.util.Optional;
+
+/**
+ * Who holds a lock right now, from {@code pg_locks} joined with {@code pg_stat_activity}. A role
+ * without {@code pg_read_all_stats} that differs from the holder's role sees the pid, user and
+ * application name, but not the client address or start time: those come back empty.
+ *
+ * @param pid the holder's backend pid ({@code pg_terminate_backend(pid)} evicts it)
+ * @param applicationName the holder's {@code application_name}; retsu-lock sets {@code
+ *     retsu-lock:<candidate id>}
+ * @param user the holder's database user, or null if not visible
+ * @param clientAddress the holder's client address, if visible
+ * @param since when the holder's session started, if visible
+ */
+public record LockHolder(
+    int pid,
+    String applicationName,
+    String user,
+    Optional<String> clientAddress,
+    Optional<Instant> since) {
+
+  /**
+   * Returns the candidate id, when the holder is a retsu-lock candidate.
+   *
+   * @return the candidate id from the application name
+   */
+  public Optional<String> candidateId() {
+    if (applicationName != null
+        && applicationName.startsWith(AdvisoryLock.APPLICATION_NAME_PREFIX)) {
+      return Optional.of(applicationName.substring(AdvisoryLock.APPLICATION_NAME_PREFIX.length()));
+    }
+    return Optional.empty();
+  }
+}

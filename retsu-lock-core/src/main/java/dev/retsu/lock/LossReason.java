@@ -1,0 +1,24 @@
+package dev.retsu.lock;
+
+/** Why a lease or a term ended. */
+public enum LossReason {
+  /** Closed on purpose: the lease or loop was closed, or the thread interrupted. */
+  CLOSED,
+  /** The leader task threw. */
+  REFRESH_FAILED,
+  /** The leader task ran longer than its timeout; it was interrupted and its session aborted. */
+  REFRESH_TIMED_OUT,
+  /** The database session ended: terminated, server restart or crash, connection broken. */
+  SESSION_LOST,
+  /** The session is alive but no longer holds the lock (someone unlocked it). */
+  LOCK_NOT_HELD,
+  /**
+   * The leader could not prove its session alive before its self-fencing deadline, so it stopped
+   * before the server could hand the lock to anyone else.
+   */
+  SELF_FENCED,
+  /** The server is a hot standby, where advisory locks do not exclude the primary's holders. */
+  STANDBY_DETECTED,
+  /** The backend changed between statements: a transaction-mode pooler (PgBouncer) is between. */
+  POOLER_DETECTED
+}
