@@ -509,10 +509,15 @@ public final class LeaderLoop implements AutoCloseable {
       if (!ts.ended.get()) {
         ts.end(LossReason.CLOSED, null);
       }
+      // Listener calls never overlap: the watchdog may still be telling them about this term.
+      boolean interrupted = !ts.awaitEnd();
       watchdog.interrupt();
+      interrupted |= !joinQuietly(watchdog);
       if (ts.interruptedByWatchdog) {
         // The watchdog interrupted the task to fence it; that interrupt is not a stop request.
         Thread.interrupted();
+      } else if (interrupted) {
+        Thread.currentThread().interrupt();
       }
       current.compareAndSet(ts, null);
       state.compareAndSet(State.LEADER, State.STANDBY);
@@ -697,6 +702,20 @@ public final class LeaderLoop implements AutoCloseable {
     return state.get() == State.CLOSED;
   }
 
+  /** Joins a thread for up to a second; returns false if interrupted meanwhile. */
+  private static boolean joinQuietly(Thread t) {
+    boolean quiet = true;
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(1);
+    while (t.isAlive() && System.nanoTime() < deadline) {
+      try {
+        t.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())));
+      } catch (InterruptedException e) {
+        quiet = false;
+      }
+    }
+    return quiet;
+  }
+
   /**
    * Stops the loop: ends the current term (listeners told, lock released), wakes a waiting standby
    * and waits up to the close timeout for {@link #run} to return, interrupting its thread if it
@@ -771,6 +790,7 @@ public final class LeaderLoop implements AutoCloseable {
     final Term term;
     final AdvisoryLockLease lease;
     final AtomicBoolean ended = new AtomicBoolean();
+    final CountDownLatch endDone = new CountDownLatch(1);
     volatile long lastProofStart;
     volatile long deadline;
     volatile long taskStart;
@@ -875,7 +895,11 @@ public final class LeaderLoop implements AutoCloseable {
     void abandon() {
       if (ended.compareAndSet(false, true)) {
         reason = LossReason.CLOSED;
-        lease.close();
+        try {
+          lease.close();
+        } finally {
+          endDone.countDown();
+        }
       }
     }
 
@@ -905,7 +929,31 @@ public final class LeaderLoop implements AutoCloseable {
           safely(l, "onLost", () -> l.onLost(term, why, error));
         }
       } finally {
-        lease.close();
+        try {
+          lease.close();
+        } finally {
+          endDone.countDown();
+        }
+      }
+    }
+
+    /**
+     * Waits until whoever ended the term has told the listeners and released the lock.
+     *
+     * @return false if an interrupt arrived while waiting (the wait went on regardless)
+     */
+    boolean awaitEnd() {
+      boolean quiet = true;
+      long deadline = System.nanoTime() + config.closeTimeout.toNanos();
+      while (true) {
+        try {
+          if (!endDone.await(deadline - System.nanoTime(), TimeUnit.NANOSECONDS)) {
+            LOG.warn("{} A listener has been in onLost for over {}", context, config.closeTimeout);
+          }
+          return quiet;
+        } catch (InterruptedException e) {
+          quiet = false;
+        }
       }
     }
   }
