@@ -1,6 +1,7 @@
 package dev.retsu.lock;
 
 import dev.retsu.lock.internal.LeaseConnections;
+import dev.retsu.lock.internal.PgSessionWaiter;
 import dev.retsu.lock.internal.SessionTerminator;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -162,6 +163,11 @@ public final class AdvisoryLockLease implements AutoCloseable {
    *     UnsafeSessionException}), or {@link LossReason#CLOSED}. The lease stays open; close it.
    */
   public void verify() {
+    verify(lock.timeoutMillis());
+  }
+
+  /** {@link #verify()} with a network timeout for this one round trip. */
+  void verify(int timeoutMillis) {
     io.lock();
     try {
       if (!open.get()) {
@@ -172,7 +178,7 @@ public final class AdvisoryLockLease implements AutoCloseable {
       boolean held;
       try {
         int previous = session.getNetworkTimeout();
-        session.setNetworkTimeout(AdvisoryLock.DIRECT, lock.timeoutMillis());
+        session.setNetworkTimeout(AdvisoryLock.DIRECT, Math.max(1, timeoutMillis));
         try (PreparedStatement ps = session.prepareStatement(checkSql)) {
           lock.key().bindLocks(ps, 1);
           try (ResultSet rs = ps.executeQuery()) {
@@ -209,6 +215,35 @@ public final class AdvisoryLockLease implements AutoCloseable {
             lock.candidateId(),
             null);
       }
+    } finally {
+      io.unlock();
+    }
+  }
+
+  /**
+   * Waits up to {@code millis} on the session's socket, returning early when the server ends the
+   * session. Falls back to a plain wait when pgjdbc is not there.
+   *
+   * @return false if no socket wait was possible (the caller should sleep instead)
+   * @throws SQLException when the session ends or breaks while waiting
+   */
+  boolean awaitSessionEvent(int millis) throws SQLException {
+    if (!PgSessionWaiter.AVAILABLE) {
+      return false;
+    }
+    io.lock();
+    try {
+      if (!open.get()) {
+        throw new SQLException("The lease is closed " + lock.context(), "08003");
+      }
+      int notifications = PgSessionWaiter.await(session, millis);
+      if (notifications > 0) {
+        LOG.debug(
+            "{} Dropped {} notifications that arrived on the lease's session",
+            lock.context(),
+            notifications);
+      }
+      return notifications >= 0;
     } finally {
       io.unlock();
     }

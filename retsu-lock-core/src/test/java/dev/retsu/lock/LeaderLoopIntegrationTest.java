@@ -1,0 +1,356 @@
+package dev.retsu.lock;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import dev.retsu.lock.testing.PostgresExtension;
+import dev.retsu.lock.testing.PostgresServer.ShutdownMode;
+import dev.retsu.lock.testing.TestDatabase;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/** The leader loop on a real PostgreSQL, with short intervals. */
+@ExtendWith(PostgresExtension.class)
+class LeaderLoopIntegrationTest {
+
+  private static final Duration WITHIN = Duration.ofSeconds(20);
+  private static final AtomicInteger KEYS = new AtomicInteger(5000);
+  private final List<LeaderLoop> loops = new ArrayList<>();
+
+  @AfterEach
+  void closeLoops() {
+    loops.forEach(LeaderLoop::close);
+  }
+
+  private LeaderLoop.Builder fast(TestDatabase db, LockKey key, String id) {
+    return LeaderLoop.builder(db.dataSource(), key)
+        .candidateId(id)
+        .retryInterval(Duration.ofMillis(100))
+        .refreshInterval(Duration.ofMillis(200))
+        .heartbeatInterval(Duration.ofMillis(100));
+  }
+
+  private LeaderLoop track(LeaderLoop loop) {
+    loops.add(loop);
+    return loop;
+  }
+
+  private static LockKey freshKey() {
+    return LockKey.of(KEYS.incrementAndGet());
+  }
+
+  @Test
+  void oneLeaderRefreshesOnItsOwnSessionWhileTheOtherWaits(TestDatabase db) {
+    LockKey key = freshKey();
+    RecordingListener la = new RecordingListener();
+    RecordingListener lb = new RecordingListener();
+    List<Integer> refreshPids = new CopyOnWriteArrayList<>();
+    LeaderTask task =
+        ctx ->
+            refreshPids.add(
+                ctx.withConnection(
+                    c -> {
+                      try (Statement s = c.createStatement();
+                          ResultSet rs = s.executeQuery("SELECT pg_backend_pid()")) {
+                        rs.next();
+                        return rs.getInt(1);
+                      }
+                    }));
+    LeaderLoop a = track(fast(db, key, "a").listener(la).build());
+    a.start(task);
+    await().atMost(WITHIN).until(a::isLeader);
+    LeaderLoop b = track(fast(db, key, "b").listener(lb).build());
+    b.start(task);
+
+    await().atMost(WITHIN).until(() -> lb.of("attempt").size() >= 3);
+    await().atMost(WITHIN).until(() -> la.of("refreshed").size() >= 3);
+    assertThat(b.isLeader()).isFalse();
+    assertThat(b.state()).isEqualTo(LeaderLoop.State.STANDBY);
+    assertThat(lb.of("attempt"))
+        .allSatisfy(e -> assertThat(e.detail()).isEqualTo(AttemptResult.HELD_ELSEWHERE));
+    Term term = a.currentTerm().orElseThrow();
+    assertThat(refreshPids).containsOnly(term.backendPid());
+    assertThat(la.kinds().subList(0, 3)).containsExactly("attempt", "acquired", "refreshed");
+    assertThat(a.lock().currentHolder().orElseThrow().candidateId()).contains("a");
+  }
+
+  @Test
+  void standbyHoldsNoConnectionBetweenAttempts(TestDatabase db) throws Exception {
+    LockKey key = freshKey();
+    LeaderLoop a = track(fast(db, key, "leader").build());
+    a.start(ctx -> {});
+    await().atMost(WITHIN).until(a::isLeader);
+    List<Integer> sessionsWhileStandbySleeps = new CopyOnWriteArrayList<>();
+    LeaderLoop b =
+        track(
+            fast(db, key, "standby")
+                .sleeper(
+                    d -> {
+                      try {
+                        sessionsWhileStandbySleeps.add(db.clientSessions());
+                      } catch (SQLException e) {
+                        throw new IllegalStateException(e);
+                      }
+                      Thread.sleep(20);
+                    })
+                .build());
+    b.start(ctx -> {});
+    await().atMost(WITHIN).until(() -> sessionsWhileStandbySleeps.size() >= 5);
+    // Only the leader's session is connected whenever the standby waits.
+    assertThat(sessionsWhileStandbySleeps).containsOnly(1);
+  }
+
+  @Test
+  void gracefulCloseHandsOverAndRunReturnsNormally(TestDatabase db) throws Exception {
+    LockKey key = freshKey();
+    RecordingListener la = new RecordingListener();
+    LeaderLoop a = track(fast(db, key, "a").listener(la).build());
+    CompletableFuture<Void> runA = a.start(ctx -> {});
+    await().atMost(WITHIN).until(a::isLeader);
+    LeaderLoop b = track(fast(db, key, "b").build());
+    b.start(ctx -> {});
+
+    a.close();
+
+    runA.get(10, TimeUnit.SECONDS); // returned normally
+    assertThat(la.lossReasons()).containsExactly(LossReason.CLOSED);
+    assertThat(a.state()).isEqualTo(LeaderLoop.State.CLOSED);
+    await().atMost(WITHIN).until(b::isLeader);
+  }
+
+  @Test
+  void refreshThatThrowsEndsTheTermAndExitThrowsToTheCaller(TestDatabase db) throws Exception {
+    LockKey key = freshKey();
+    RecordingListener l = new RecordingListener();
+    LeaderLoop a = track(fast(db, key, "a").listener(l).build());
+    IllegalStateException boom = new IllegalStateException("state query failed");
+    CompletableFuture<Void> run =
+        a.start(
+            ctx -> {
+              throw boom;
+            });
+    assertThatThrownBy(() -> run.get(20, TimeUnit.SECONDS))
+        .isInstanceOf(ExecutionException.class)
+        .cause()
+        .isInstanceOfSatisfying(
+            LeadershipLostException.class,
+            e -> {
+              assertThat(e.reason()).isEqualTo(LossReason.REFRESH_FAILED);
+              assertThat(e.getCause()).isSameAs(boom);
+            });
+    assertThat(l.kinds()).containsExactly("attempt", "acquired", "refreshFailed", "lost");
+    // The lock was released when the term ended.
+    assertThat(AdvisoryLock.of(db.dataSource(), key).currentHolder()).isEmpty();
+  }
+
+  @Test
+  void stepDownContendsAgainWithStrictlyIncreasingFencingTokens(TestDatabase db) {
+    LockKey key = freshKey();
+    RecordingListener l = new RecordingListener();
+    AtomicInteger calls = new AtomicInteger();
+    LeaderLoop a =
+        track(fast(db, key, "a").failurePolicy(FailurePolicy.STEP_DOWN).listener(l).build());
+    a.start(
+        ctx -> {
+          if (calls.incrementAndGet() % 2 == 1) {
+            throw new IllegalStateException("every other refresh fails");
+          }
+        });
+    await().atMost(WITHIN).until(() -> l.acquired().size() >= 4);
+    List<Term> terms = l.acquired();
+    for (int i = 1; i < terms.size(); i++) {
+      assertThat(terms.get(i).fencingToken().isNewerThan(terms.get(i - 1).fencingToken()))
+          .as("token of term %d > term %d", i + 1, i)
+          .isTrue();
+      assertThat(terms.get(i).number()).isEqualTo(terms.get(i - 1).number() + 1);
+    }
+    assertThat(l.lossReasons()).contains(LossReason.REFRESH_FAILED);
+  }
+
+  @Test
+  void terminatedSessionIsNoticedAtOnceAndExitKeepsTheSqlState(TestDatabase db) throws Exception {
+    LockKey key = freshKey();
+    RecordingListener l = new RecordingListener();
+    LeaderLoop a =
+        track(
+            fast(db, key, "a")
+                .refreshInterval(Duration.ofHours(1))
+                .heartbeatInterval(Duration.ofSeconds(3))
+                .listener(l)
+                .build());
+    CompletableFuture<Void> run = a.start(ctx -> {});
+    await().atMost(WITHIN).until(() -> l.of("refreshed").size() == 1);
+    int pid = a.currentTerm().orElseThrow().backendPid();
+
+    db.terminateBackend(pid);
+
+    assertThatThrownBy(() -> run.get(20, TimeUnit.SECONDS))
+        .cause()
+        .isInstanceOfSatisfying(
+            LeadershipLostException.class,
+            e -> {
+              assertThat(e.reason()).isEqualTo(LossReason.SESSION_LOST);
+              assertThat(e.sqlState()).contains("57P01");
+            });
+    assertThat(l.lossReasons()).containsExactly(LossReason.SESSION_LOST);
+  }
+
+  @Test
+  void hungTaskIsInterruptedAtItsTimeout(TestDatabase db) {
+    LockKey key = freshKey();
+    RecordingListener l = new RecordingListener();
+    AtomicInteger interrupted = new AtomicInteger();
+    LeaderLoop a =
+        track(fast(db, key, "a").taskTimeout(Duration.ofMillis(300)).listener(l).build());
+    CompletableFuture<Void> run =
+        a.start(
+            ctx -> {
+              try {
+                Thread.sleep(TimeUnit.HOURS.toMillis(1));
+              } catch (InterruptedException e) {
+                interrupted.incrementAndGet();
+                throw e;
+              }
+            });
+    await().atMost(WITHIN).until(run::isDone);
+    assertThat(interrupted).hasValue(1);
+    assertThat(l.lossReasons()).containsExactly(LossReason.REFRESH_TIMED_OUT);
+    assertThat(l.of("lost").get(0).thread()).startsWith("retsu-lock-watchdog-");
+    assertThatThrownBy(run::join)
+        .cause()
+        .isInstanceOfSatisfying(
+            LeadershipLostException.class,
+            e -> assertThat(e.reason()).isEqualTo(LossReason.REFRESH_TIMED_OUT));
+  }
+
+  @Test
+  void closeFromAnotherThreadStopsARunningLeader(TestDatabase db) throws Exception {
+    LockKey key = freshKey();
+    LeaderLoop a = track(fast(db, key, "a").build());
+    CompletableFuture<Void> run = a.start(ctx -> {});
+    await().atMost(WITHIN).until(a::isLeader);
+    a.close();
+    run.get(10, TimeUnit.SECONDS);
+    a.close(); // idempotent
+    assertThat(AdvisoryLock.of(db.dataSource(), key).currentHolder()).isEmpty();
+    assertThatThrownBy(() -> a.run(ctx -> {}))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageStartingWith("A LeaderLoop runs once; this one is CLOSED");
+  }
+
+  @Test
+  void interruptingTheRunnerStopsTheLoopAndKeepsTheFlag(TestDatabase db) throws Exception {
+    LockKey key = freshKey();
+    LeaderLoop a = track(fast(db, key, "a").build());
+    CompletableFuture<Boolean> flag = new CompletableFuture<>();
+    Thread t =
+        new Thread(
+            () -> {
+              a.run(ctx -> {});
+              flag.complete(Thread.currentThread().isInterrupted());
+            });
+    t.start();
+    await().atMost(WITHIN).until(a::isLeader);
+    t.interrupt();
+    assertThat(flag.get(10, TimeUnit.SECONDS)).isTrue();
+    assertThat(a.state()).isEqualTo(LeaderLoop.State.CLOSED);
+  }
+
+  @Test
+  void listenerThatThrowsNeverBreaksTheLoop(TestDatabase db) {
+    LockKey key = freshKey();
+    RecordingListener after = new RecordingListener();
+    LeaderListener broken =
+        new LeaderListener() {
+          @Override
+          public void onAcquired(Term term) {
+            throw new IllegalStateException("listener bug");
+          }
+
+          @Override
+          public void onRefreshSucceeded(Term term, Duration duration) {
+            throw new IllegalStateException("listener bug");
+          }
+        };
+    LeaderLoop a = track(fast(db, key, "a").listener(broken).listener(after).build());
+    a.start(ctx -> {});
+    await().atMost(WITHIN).until(() -> after.of("refreshed").size() >= 2);
+    assertThat(a.isLeader()).isTrue();
+  }
+
+  @Test
+  void firstAttemptAgainstAnUnreachableDatabaseFailsFast() {
+    org.postgresql.ds.PGSimpleDataSource nowhere = new org.postgresql.ds.PGSimpleDataSource();
+    nowhere.setUrl("jdbc:postgresql://127.0.0.1:1/none");
+    LeaderLoop loop = LeaderLoop.builder(nowhere, LockKey.of(1L)).candidateId("c").build();
+    assertThatThrownBy(() -> loop.run(ctx -> {}))
+        .isInstanceOfSatisfying(
+            AdvisoryLockException.class, e -> assertThat(e.sqlState()).contains("08001"));
+    assertThat(loop.state()).isEqualTo(LeaderLoop.State.CLOSED);
+  }
+
+  @Test
+  void serverRestartWhileLeadingUnderStepDownElectsALeaderAgain(TestDatabase db) {
+    Assumptions.assumeTrue(db.server().supportsRestart(), "needs a server the tests can restart");
+    LockKey key = freshKey();
+    RecordingListener l = new RecordingListener();
+    LeaderLoop a =
+        track(fast(db, key, "a").failurePolicy(FailurePolicy.STEP_DOWN).listener(l).build());
+    a.start(ctx -> {});
+    await().atMost(WITHIN).until(a::isLeader);
+    FencingToken before = a.currentTerm().orElseThrow().fencingToken();
+
+    db.server().restart(ShutdownMode.IMMEDIATE);
+
+    await().atMost(WITHIN).until(() -> l.acquired().size() >= 2);
+    assertThat(l.lossReasons()).first().isEqualTo(LossReason.SESSION_LOST);
+    assertThat(l.acquired().get(1).fencingToken().isNewerThan(before)).isTrue();
+    await().atMost(WITHIN).until(a::isLeader);
+  }
+
+  @Test
+  void sessionCarriesTheServerSideBounds(TestDatabase db) throws SQLException {
+    LockKey key = freshKey();
+    LeaderLoop a = track(fast(db, key, "a").build());
+    List<String> settings = new CopyOnWriteArrayList<>();
+    a.start(
+        ctx -> {
+          if (settings.isEmpty()) {
+            ctx.withConnection(
+                c -> {
+                  try (Statement s = c.createStatement();
+                      ResultSet rs =
+                          s.executeQuery(
+                              "SELECT current_setting('tcp_keepalives_idle'),"
+                                  + " current_setting('tcp_keepalives_interval'),"
+                                  + " current_setting('tcp_keepalives_count'),"
+                                  + " current_setting('idle_session_timeout'),"
+                                  + " current_setting('client_connection_check_interval'),"
+                                  + " current_setting('application_name')")) {
+                    rs.next();
+                    for (int i = 1; i <= 6; i++) {
+                      settings.add(rs.getString(i));
+                    }
+                    return null;
+                  }
+                });
+          }
+        });
+    await().atMost(WITHIN).until(() -> settings.size() == 6);
+    assertThat(settings).containsExactly("5", "2", "3", "20s", "2s", "retsu-lock:a");
+  }
+}

@@ -1,0 +1,55 @@
+package dev.retsu.lock;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.stream.Collectors;
+
+/** Records every listener call, for assertions. */
+final class RecordingListener implements LeaderListener {
+
+  record Event(String kind, Term term, Object detail, Throwable error, String thread) {}
+
+  final List<Event> events = new CopyOnWriteArrayList<>();
+
+  @Override
+  public void onAttempt(AttemptResult result, Duration duration, Throwable error) {
+    events.add(new Event("attempt", null, result, error, Thread.currentThread().getName()));
+  }
+
+  @Override
+  public void onAcquired(Term term) {
+    events.add(new Event("acquired", term, null, null, Thread.currentThread().getName()));
+  }
+
+  @Override
+  public void onRefreshSucceeded(Term term, Duration duration) {
+    events.add(new Event("refreshed", term, duration, null, Thread.currentThread().getName()));
+  }
+
+  @Override
+  public void onRefreshFailed(Term term, Duration duration, Throwable error) {
+    events.add(new Event("refreshFailed", term, duration, error, Thread.currentThread().getName()));
+  }
+
+  @Override
+  public void onLost(Term term, LossReason reason, Throwable cause) {
+    events.add(new Event("lost", term, reason, cause, Thread.currentThread().getName()));
+  }
+
+  List<Event> of(String kind) {
+    return events.stream().filter(e -> e.kind().equals(kind)).collect(Collectors.toList());
+  }
+
+  List<Term> acquired() {
+    return of("acquired").stream().map(Event::term).collect(Collectors.toList());
+  }
+
+  List<LossReason> lossReasons() {
+    return of("lost").stream().map(e -> (LossReason) e.detail()).collect(Collectors.toList());
+  }
+
+  List<String> kinds() {
+    return events.stream().map(Event::kind).collect(Collectors.toList());
+  }
+}
