@@ -130,18 +130,18 @@ final class Options {
       if (o.hidden()) {
         continue;
       }
-      sb.append(String.format(Locale.ROOT, "  %-26s", o.flag() + (o.isSwitch() ? "" : " VALUE")));
+      sb.append(String.format(Locale.ROOT, "  %-30s", o.flag() + (o.isSwitch() ? "" : " VALUE")));
       sb.append(o.description());
       if (o.defaultValue() != null) {
         sb.append(" (default ").append(o.defaultValue()).append(')');
       }
       sb.append('\n');
       if (o.env() != null) {
-        sb.append(String.format(Locale.ROOT, "  %-26s", "")).append("env ").append(o.env());
+        sb.append(String.format(Locale.ROOT, "  %-30s", "")).append("env ").append(o.env());
         sb.append('\n');
       }
     }
-    sb.append(String.format(Locale.ROOT, "  %-26s", "--help")).append("show this help\n");
+    sb.append(String.format(Locale.ROOT, "  %-30s", "--help")).append("show this help\n");
     return sb.toString();
   }
 

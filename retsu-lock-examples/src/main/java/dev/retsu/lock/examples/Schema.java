@@ -24,6 +24,8 @@ final class Schema {
 
   static final int MIGRATION_KEY = 2;
 
+  // No CHECK (n >= 0) on the rollup counts: PostgreSQL checks constraints on the row an upsert
+  // proposes to insert before it finds the conflict, and that row carries the (negative) delta.
   private static final String DDL =
       """
       CREATE TABLE IF NOT EXISTS retsu_queue_message (
@@ -40,10 +42,10 @@ final class Schema {
 
       CREATE TABLE IF NOT EXISTS retsu_queue_state (
         queue      text        PRIMARY KEY,
-        ready      bigint      NOT NULL DEFAULT 0 CHECK (ready >= 0),
-        in_flight  bigint      NOT NULL DEFAULT 0 CHECK (in_flight >= 0),
-        scheduled  bigint      NOT NULL DEFAULT 0 CHECK (scheduled >= 0),
-        dead       bigint      NOT NULL DEFAULT 0 CHECK (dead >= 0),
+        ready      bigint      NOT NULL DEFAULT 0,
+        in_flight  bigint      NOT NULL DEFAULT 0,
+        scheduled  bigint      NOT NULL DEFAULT 0,
+        dead       bigint      NOT NULL DEFAULT 0,
         updated_at timestamptz NOT NULL DEFAULT now()
       );
       """;
