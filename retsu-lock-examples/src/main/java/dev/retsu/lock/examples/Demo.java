@@ -69,6 +69,13 @@ final class Demo {
   }
 
   int run() {
+    // Keep the timeline readable: the demo's own PostgreSQL and pool only speak up on trouble.
+    for (String quiet : List.of("io.zonky.test", "dev.retsu.lock.testing", "com.zaxxer.hikari")) {
+      String property = "org.slf4j.simpleLogger.log." + quiet;
+      if (System.getProperty(property) == null) {
+        System.setProperty(property, "warn");
+      }
+    }
     Thread hook = new Thread(this::cleanup, "retsu-lock-examples-demo-shutdown");
     Runtime.getRuntime().addShutdownHook(hook);
     try {
@@ -258,7 +265,7 @@ final class Demo {
     summary.add(
         String.format(
             Locale.ROOT,
-            "%-44s takeover %6.2f s  (%s -> %s)",
+            "%-50s takeover %5.2f s  (%s -> %s)",
             "leader stopped with SIGTERM (graceful):",
             takeover,
             leader.name,
@@ -303,7 +310,7 @@ final class Demo {
     summary.add(
         String.format(
             Locale.ROOT,
-            "%-44s takeover %6.2f s  (%s -> %s, old leader exit status %s)",
+            "%-50s takeover %5.2f s  (%s -> %s, old leader exit status %s)",
             "leader session terminated (pg_terminate_backend):",
             takeover,
             leader.name,
@@ -330,7 +337,7 @@ final class Demo {
               : "lock held by " + holderName(leaderJson);
       out.printf(
           Locale.ROOT,
-          "      %-12s :%d  %-8s %-28s %s%n",
+          "      %-12s :%d  %-8s %-32s %s%n",
           c.name,
           c.port,
           "leader".equals(role) ? "LEADER" : role,

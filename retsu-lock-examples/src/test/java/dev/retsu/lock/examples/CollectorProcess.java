@@ -37,7 +37,12 @@ final class CollectorProcess implements AutoCloseable {
   }
 
   static CollectorProcess start(TestDatabase db, String name, String interval) {
-    int port = freePort();
+    return start(db, name, interval, freePort(), Map.of());
+  }
+
+  /** Starts a collector; {@code overrides} replace the environment derived from {@code db}. */
+  static CollectorProcess start(
+      TestDatabase db, String name, String interval, int port, Map<String, String> overrides) {
     ProcessBuilder pb =
         new ProcessBuilder(
             Path.of(System.getProperty("java.home"), "bin", "java").toString(),
@@ -60,6 +65,7 @@ final class CollectorProcess implements AutoCloseable {
     env.put("RETSU_WORKER__STATE_COLLECTOR__INTERVAL", interval);
     env.put("RETSU_WORKER__STATE_COLLECTOR__CANDIDATE_ID", name);
     env.put("RETSU_EXAMPLES__PARENT_PID", Long.toString(ProcessHandle.current().pid()));
+    env.putAll(overrides);
     pb.redirectErrorStream(true);
     try {
       return new CollectorProcess(name, port, pb.start());
