@@ -84,6 +84,10 @@ final class Collector {
     settings.parentPid().ifPresent(this::exitWithParent);
     try {
       return runWorker();
+    } catch (RuntimeException | Error e) {
+      // Anything unexpected is a failure too: exit 1, never 0 through the shutdown hook.
+      LOG.error("Collector failed; exiting with status 1", e);
+      return fail();
     } finally {
       cleanup();
     }
@@ -216,6 +220,8 @@ final class Collector {
     }
     password.ifPresent(config::setPassword);
     config.setMaximumPoolSize(db.poolSize());
+    // Up to poolSize connections, opened on demand: the leader keeps one for its whole term, a
+    // standby borrows one per attempt and gives it back; idle replicas need not hold ten.
     config.setMinimumIdle(Math.min(2, db.poolSize()));
     config.setConnectionTimeout(Duration.ofSeconds(10).toMillis());
     config.setMetricsTrackerFactory(new MicrometerMetricsTrackerFactory(registry));

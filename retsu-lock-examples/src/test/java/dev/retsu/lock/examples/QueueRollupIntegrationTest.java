@@ -20,6 +20,7 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -38,7 +39,10 @@ class QueueRollupIntegrationTest {
 
   @Test
   void migrationIsIdempotentAndSafeWhenReplicasStartTogether(TestDatabase db) throws Exception {
-    ExecutorService pool = Executors.newFixedThreadPool(4);
+    AtomicInteger threads = new AtomicInteger();
+    ExecutorService pool =
+        Executors.newFixedThreadPool(
+            4, r -> new Thread(r, "retsu-lock-examples-test-migrate-" + threads.incrementAndGet()));
     try {
       List<Future<Void>> done = new ArrayList<>();
       for (int i = 0; i < 4; i++) {
