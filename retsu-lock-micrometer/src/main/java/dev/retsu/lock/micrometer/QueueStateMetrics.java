@@ -465,7 +465,9 @@ public final class QueueStateMetrics implements LeaderListener, MeterBinder, Aut
             folded.oldestReadyAgeSeconds());
         next.put(Names.OVERFLOW_QUEUE, cell);
       }
-      for (int i = 0; i < queueGauges.size(); i++) {
+      // The same series as last time: the gauges already read these cells, nothing to register.
+      boolean sameSeries = next.keySet().equals(cells.keySet()) && !cells.isEmpty();
+      for (int i = 0; i < queueGauges.size() && !sameSeries; i++) {
         ToDoubleFunction<QueueCell> reader = readers.get(i);
         List<MultiGauge.Row<?>> rows = new ArrayList<>(next.size());
         for (Map.Entry<String, QueueCell> e : next.entrySet()) {
