@@ -88,7 +88,8 @@ import org.slf4j.LoggerFactory;
  * is updated in place; the rows go through {@link MultiGauge#register(Iterable, boolean)} so that
  * queues that vanish lose their series. Rows already registered are not re-registered ({@code
  * overwrite=false}): re-registering removes a series and adds it back on every refresh, and a
- * scrape that lands in between would miss it.
+ * scrape that lands in between would miss it. When the kept queues are the same as last time, no
+ * registration happens at all.
  *
  * <p>Thread-safe: {@code record}, {@code recordFailure}, the listener methods and {@code close} are
  * serialised by a lock, so a term that ends on the watchdog thread while the loop thread records

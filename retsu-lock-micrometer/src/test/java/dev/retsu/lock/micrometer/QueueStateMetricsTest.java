@@ -201,6 +201,30 @@ class QueueStateMetricsTest {
   }
 
   @Test
+  void newValuesOfTheSameQueuesUpdateTheRegisteredGaugesInPlace() {
+    QueueStateMetrics m = bound(registry, 1);
+    m.onAcquired(term(1, "a"));
+    m.record(twoQueues());
+    Gauge orders = registry.get(Names.QUEUE_MESSAGES_READY).tag("queue", "orders").gauge();
+    Gauge other = registry.get(Names.QUEUE_MESSAGES_SCHEDULED).tag("queue", "_other").gauge();
+
+    m.record(
+        QueueStateSnapshot.builder()
+            .queue("emails", 1, 0, 9, 0, 0)
+            .queue("orders", 30, 3, 2, 1, 8)
+            .collectionDuration(Duration.ofMillis(70))
+            .build());
+
+    assertThat(registry.get(Names.QUEUE_MESSAGES_READY).tag("queue", "orders").gauge())
+        .isSameAs(orders);
+    assertThat(orders.value()).isEqualTo(30.0);
+    assertThat(other.value()).isEqualTo(9.0);
+    assertThat(series(Names.QUEUE_OLDEST_READY_AGE)).containsEntry("orders", 8.0);
+    assertThat(status(Names.QUEUE_STATE_COLLECTION_DURATION)).isEqualTo(0.07);
+    assertThat(registry.getMeters()).hasSize(14);
+  }
+
+  @Test
   void anInvalidSnapshotIsRejectedAndThePreviousValuesStay() {
     QueueStateMetrics m = bound();
     m.onAcquired(term(1, "a"));

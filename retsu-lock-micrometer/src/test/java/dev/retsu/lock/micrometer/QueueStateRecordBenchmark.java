@@ -57,30 +57,43 @@ public final class QueueStateRecordBenchmark {
             Locale.ROOT,
             "QueueStateMetrics.record: %,d queues, budget %d, PrometheusMeterRegistry%n"
                 + "java %s on %s, %d processors%n"
+                + "load average before: %s%n"
                 + "warm-up %,d ops; %d rounds of %,d ops; microseconds per op%n%n",
             QUEUES,
             BUDGET,
             System.getProperty("java.version"),
             System.getProperty("os.arch"),
             Runtime.getRuntime().availableProcessors(),
+            loadAverage(),
             WARMUP_OPS,
             ROUNDS,
             OPS_PER_ROUND));
 
-    // Same queues, drifting values; the kept 100 stay mostly the same (the steady state).
-    List<QueueStateSnapshot> steady = snapshots(false);
+    // Values drift but the ranking holds: the same 100 queues are kept every time.
+    List<QueueStateSnapshot> stable = snapshots(Mode.STABLE_RANKING);
+    // Values drift a little, so a few queues near the 100th place swap in and out.
+    List<QueueStateSnapshot> drift = snapshots(Mode.DRIFT);
     // Backlogs reshuffled every time: most of the kept 100 change, so series are added and removed.
-    List<QueueStateSnapshot> churn = snapshots(true);
+    List<QueueStateSnapshot> churn = snapshots(Mode.RESHUFFLE);
 
-    report.append(line("record, steady top 100", recorder(steady)));
-    report.append(line("record, top 100 churns", recorder(churn)));
-    report.append(line("  of which: fold only", folder(steady)));
+    report.append(line("record, same top 100", recorder(stable)));
+    report.append(line("record, top 100 drifts", recorder(drift)));
+    report.append(line("record, top 100 reshuffled", recorder(churn)));
+    report.append(line("fold only (in each record)", folder(drift)));
     report.append(line("build + validate snapshot", builder()));
 
     System.out.print(report);
     Files.createDirectories(out.getParent());
     Files.writeString(out, report.toString());
     System.out.println("written to " + out);
+  }
+
+  private static String loadAverage() {
+    try {
+      return Files.readString(Path.of("/proc/loadavg")).strip();
+    } catch (IOException | RuntimeException e) {
+      return "unknown";
+    }
   }
 
   private static IntSupplier recorder(List<QueueStateSnapshot> snapshots) {
@@ -104,7 +117,7 @@ public final class QueueStateRecordBenchmark {
 
   private static IntSupplier builder() {
     List<List<QueueState>> variants = new ArrayList<>();
-    for (QueueStateSnapshot s : snapshots(false)) {
+    for (QueueStateSnapshot s : snapshots(Mode.DRIFT)) {
       variants.add(s.queues());
     }
     int[] i = {0};
@@ -139,17 +152,35 @@ public final class QueueStateRecordBenchmark {
         sink);
   }
 
-  private static List<QueueStateSnapshot> snapshots(boolean churn) {
+  private enum Mode {
+    STABLE_RANKING,
+    DRIFT,
+    RESHUFFLE
+  }
+
+  private static List<QueueStateSnapshot> snapshots(Mode mode) {
     Random random = new Random(42);
     List<QueueStateSnapshot> out = new ArrayList<>();
     long[] base = new long[QUEUES];
+    // Distinct base backlogs in random order: a permutation of 0..QUEUES-1.
     for (int q = 0; q < QUEUES; q++) {
-      base[q] = random.nextInt(10_000);
+      base[q] = q;
+    }
+    for (int q = QUEUES - 1; q > 0; q--) {
+      int j = random.nextInt(q + 1);
+      long t = base[q];
+      base[q] = base[j];
+      base[j] = t;
     }
     for (int v = 0; v < VARIANTS; v++) {
       List<QueueState> queues = new ArrayList<>(QUEUES);
       for (int q = 0; q < QUEUES; q++) {
-        long ready = churn ? random.nextInt(10_000) : base[q] + random.nextInt(5);
+        long ready =
+            switch (mode) {
+              case STABLE_RANKING -> base[q] * 1_000 + random.nextInt(5);
+              case DRIFT -> base[q] + random.nextInt(5);
+              case RESHUFFLE -> random.nextInt(10_000);
+            };
         queues.add(
             new QueueState(
                 "queue-" + q,
