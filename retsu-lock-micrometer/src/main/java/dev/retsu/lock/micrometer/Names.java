@@ -43,9 +43,10 @@ public final class Names {
   public static final String ATTEMPTS = "retsu.lock.attempts";
 
   /**
-   * Long task timer of the current term: active count 1 and the running duration while leading.
-   * Prometheus: {@code retsu_lock_term_seconds_active_count}, {@code
-   * retsu_lock_term_seconds_duration_sum}, {@code retsu_lock_term_seconds_max}.
+   * Long task timer of the current term: one active task, running since the lock was acquired,
+   * while this candidate leads. Prometheus renders it as a summary: {@code
+   * retsu_lock_term_seconds_count} (1 while leading, else 0), {@code retsu_lock_term_seconds_sum}
+   * (how long the current term has run) and {@code retsu_lock_term_seconds_max}.
    */
   public static final String TERM = "retsu.lock.term";
 

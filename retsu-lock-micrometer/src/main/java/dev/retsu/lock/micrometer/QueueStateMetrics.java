@@ -88,7 +88,8 @@ import org.slf4j.LoggerFactory;
  * is updated in place; the rows go through {@link MultiGauge#register(Iterable, boolean)} so that
  * queues that vanish lose their series. Rows already registered are not re-registered ({@code
  * overwrite=false}): re-registering removes a series and adds it back on every refresh, and a
- * scrape that lands in between would miss it.
+ * scrape that lands in between would miss it. When the kept queues are the same as last time, no
+ * registration happens at all.
  *
  * <p>Thread-safe: {@code record}, {@code recordFailure}, the listener methods and {@code close} are
  * serialised by a lock, so a term that ends on the watchdog thread while the loop thread records
@@ -465,7 +466,9 @@ public final class QueueStateMetrics implements LeaderListener, MeterBinder, Aut
             folded.oldestReadyAgeSeconds());
         next.put(Names.OVERFLOW_QUEUE, cell);
       }
-      for (int i = 0; i < queueGauges.size(); i++) {
+      // The same series as last time: the gauges already read these cells, nothing to register.
+      boolean sameSeries = next.keySet().equals(cells.keySet()) && !cells.isEmpty();
+      for (int i = 0; i < queueGauges.size() && !sameSeries; i++) {
         ToDoubleFunction<QueueCell> reader = readers.get(i);
         List<MultiGauge.Row<?>> rows = new ArrayList<>(next.size());
         for (Map.Entry<String, QueueCell> e : next.entrySet()) {

@@ -33,20 +33,35 @@ public final class QueueFolding {
       kept.sort(ORDER);
       return new Result(Collections.unmodifiableList(kept), 0, 0, 0, 0, 0, 0);
     }
-    // A heap of the kept queues whose head is the one that would be folded first.
-    PriorityQueue<QueueState> kept = new PriorityQueue<>(Math.max(1, budget), ORDER.reversed());
+    // A heap of the kept queues whose head is the one that would be folded first. Each backlog is
+    // computed once, and most queues are folded after one comparison of longs with the head.
+    PriorityQueue<Entry> kept = new PriorityQueue<>(Math.max(1, budget), Entry::compareFoldFirst);
     Overflow overflow = new Overflow();
     for (QueueState q : queues) {
+      Entry e = null;
       if (kept.size() < budget) {
-        kept.add(q);
-      } else if (budget > 0 && ORDER.compare(q, kept.peek()) < 0) {
-        overflow.add(kept.poll());
-        kept.add(q);
-      } else {
+        kept.add(new Entry(q));
+        continue;
+      }
+      if (budget > 0) {
+        Entry head = kept.peek();
+        long backlog = q.backlog();
+        if (backlog > head.backlog
+            || (backlog == head.backlog && q.name().compareTo(head.queue.name()) < 0)) {
+          e = new Entry(q, backlog);
+        }
+      }
+      if (e == null) {
         overflow.add(q);
+      } else {
+        overflow.add(kept.poll().queue);
+        kept.add(e);
       }
     }
-    List<QueueState> sorted = new ArrayList<>(kept);
+    List<QueueState> sorted = new ArrayList<>(kept.size());
+    for (Entry e : kept) {
+      sorted.add(e.queue);
+    }
     sorted.sort(ORDER);
     return new Result(
         Collections.unmodifiableList(sorted),
@@ -56,6 +71,27 @@ public final class QueueFolding {
         overflow.scheduled,
         overflow.dead,
         overflow.oldestReadyAgeSeconds);
+  }
+
+  /** A kept queue with its backlog computed once. */
+  private static final class Entry {
+    final QueueState queue;
+    final long backlog;
+
+    Entry(QueueState queue) {
+      this(queue, queue.backlog());
+    }
+
+    Entry(QueueState queue, long backlog) {
+      this.queue = queue;
+      this.backlog = backlog;
+    }
+
+    /** Heap order: smallest backlog first, then the larger name (the reverse of {@link #ORDER}). */
+    static int compareFoldFirst(Entry a, Entry b) {
+      int c = Long.compare(a.backlog, b.backlog);
+      return c != 0 ? c : b.queue.name().compareTo(a.queue.name());
+    }
   }
 
   /**
