@@ -286,9 +286,13 @@ final class Collector {
     }
     LOG.info("Stop requested: closing the leader loop, which releases the lock at once");
     LeaderLoop l = loop;
-    if (l != null) {
-      l.close();
+    if (l == null) {
+      // Still starting (an embedded server may be half up): no lock is held, so let the JVM end
+      // as a signalled one does, after every other hook (the embedded server's among them) ran.
+      cleanup();
+      return;
     }
+    l.close();
     cleanup();
     if (!exitingWithFailure.get()) {
       // A JVM stopped by SIGTERM exits with 143; a requested stop that went well is a success.

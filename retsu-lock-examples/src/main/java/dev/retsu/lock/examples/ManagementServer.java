@@ -97,6 +97,11 @@ final class ManagementServer implements AutoCloseable {
   private void respond(HttpExchange ex, int status, String type, Supplier<String> body)
       throws IOException {
     try (ex) {
+      String context = ex.getHttpContext().getPath();
+      if (!context.equals("/") && !ex.getRequestURI().getPath().equals(context)) {
+        ex.sendResponseHeaders(404, -1); // contexts match by prefix: /metricsfoo is not /metrics
+        return;
+      }
       if (!"GET".equals(ex.getRequestMethod()) && !"HEAD".equals(ex.getRequestMethod())) {
         ex.sendResponseHeaders(405, -1);
         return;

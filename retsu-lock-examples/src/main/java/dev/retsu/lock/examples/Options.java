@@ -166,6 +166,12 @@ final class Options {
                         + command));
   }
 
+  /** Returns where the value came from: the flag, the variable, or "the default of --flag". */
+  String source(Option o) {
+    Value v = values.get(o);
+    return v == null ? o.flag() : v.source();
+  }
+
   boolean isSet(Option o) {
     Value v = values.get(o);
     return v != null && !v.source().startsWith("the default");

@@ -113,7 +113,7 @@ final class Settings {
 
     static Database from(Options o) {
       Optional<String> url = o.string(DATABASE_URL);
-      url.ifPresent(Settings::checkJdbcUrl);
+      url.ifPresent(u -> checkJdbcUrl(o.source(DATABASE_URL), u));
       return new Database(
           url,
           o.string(DATABASE_USER),
@@ -205,10 +205,11 @@ final class Settings {
         : OptionalLong.empty();
   }
 
-  static void checkJdbcUrl(String url) {
+  static void checkJdbcUrl(String source, String url) {
     if (!url.startsWith("jdbc:postgresql:")) {
       throw new ConfigException(
-          "RETSU_DATABASE__URL must be a JDBC URL starting with jdbc:postgresql://, but was '"
+          source
+              + " must be a JDBC URL starting with jdbc:postgresql://, but was '"
               + maskPassword(url)
               + "'");
     }

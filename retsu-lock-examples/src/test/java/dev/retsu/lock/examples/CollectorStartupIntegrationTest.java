@@ -53,4 +53,27 @@ class CollectorStartupIntegrationTest {
       assertThat(db.advisoryLockHolders()).isEmpty();
     }
   }
+
+  @Test
+  void withoutADatabaseUrlItStartsAnEmbeddedPostgresSaysSoAndStopsItOnSigterm(TestDatabase db) {
+    try (CollectorProcess p =
+        CollectorProcess.start(
+            db,
+            "collector-embedded",
+            "1s",
+            CollectorProcess.freePort(),
+            Map.of("RETSU_DATABASE__URL", "", "RETSU_DATABASE__USER", ""))) {
+      await().atMost(EXIT).until(p::isLeaderByLog);
+      await().atMost(EXIT).until(() -> p.metrics().contains("\nqueue_state_collection_success"));
+      assertThat(p.output())
+          .contains("RETSU_DATABASE__URL is not set: starting an embedded PostgreSQL")
+          .contains("Embedded PostgreSQL is up: jdbc:postgresql://127.0.0.1:");
+
+      p.process.toHandle().destroy(); // SIGTERM
+
+      await().atMost(EXIT).until(p::exitedAndDrained);
+      assertThat(p.process.exitValue()).as(p.output()).isZero();
+      assertThat(p.output()).contains("Stopped embedded PostgreSQL");
+    }
+  }
 }

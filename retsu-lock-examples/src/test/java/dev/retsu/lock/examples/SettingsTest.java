@@ -133,6 +133,11 @@ class SettingsTest {
         .hasMessageContaining("must be a JDBC URL starting with jdbc:postgresql://")
         .hasMessageContaining("postgres://app:****@db/retsu")
         .hasMessageNotContaining("hunter2");
+    assertThatThrownBy(
+            () -> Settings.Collector.from(List.of("--database-url", "mysql://db/x"), Map.of()))
+        .hasMessage(
+            "--database-url must be a JDBC URL starting with jdbc:postgresql://, but was"
+                + " 'mysql://db/x'");
   }
 
   @Test
