@@ -18,14 +18,18 @@ import javax.sql.DataSource;
  * Producers and consumers over N queues, so the gauges move: every tick it promotes due scheduled
  * messages, acknowledges (or, 1 in 100, dead-letters) what it claimed the tick before, enqueues
  * about {@code rate × tick} messages (one in ten scheduled a few seconds ahead; queue-1 gets the
- * most) and claims a random 70% to 130% of that back. Every step is one statement; the rollup
- * triggers keep {@code retsu_queue_state} exact in the same transaction.
+ * most) and claims some back: consumers run 55% to 145% as fast as messages arrive, on a slow wave,
+ * so each backlog builds up and drains. Every step is one statement; the rollup triggers keep
+ * {@code retsu_queue_state} exact in the same transaction.
  *
  * <p>Not thread-safe: one thread drives it.
  */
 final class QueueLoad {
 
   static final Duration TICK = Duration.ofMillis(200);
+
+  /** Ticks per consumer-speed wave: 2 minutes. */
+  static final int WAVE_TICKS = 600;
 
   /** Totals since this load started. */
   record Totals(long enqueued, long consumed, long deadLettered) {}
@@ -37,6 +41,7 @@ final class QueueLoad {
   private final Random random;
   private final double[] carry;
   private List<Long> claimed = List.of();
+  private long ticks;
   private long enqueued;
   private long consumed;
   private long deadLettered;
@@ -111,11 +116,22 @@ final class QueueLoad {
                 "scheduled",
                 Duration.ofMillis(2000 + random.nextInt(8000)),
                 null);
-        int want = (int) Math.round(n * (0.7 + 0.6 * random.nextDouble()));
+        int want = (int) Math.round(n * consumerSpeed(i) + 0.5 * random.nextDouble());
         next.addAll(claim(c, queues.get(i), want));
       }
       claimed = next;
+      ticks++;
     }
+  }
+
+  /**
+   * How fast queue {@code i}'s consumers keep up, 0.55 to 1.45 of its arrivals, on a slow wave (one
+   * period per {@link #WAVE_TICKS}, each queue out of phase), so backlogs build up and drain and
+   * the gauges show it.
+   */
+  private double consumerSpeed(int i) {
+    double phase = 2 * Math.PI * (ticks / (double) WAVE_TICKS + i / (double) queues.size());
+    return 1 + 0.4 * Math.sin(phase) + 0.05 * (random.nextDouble() * 2 - 1);
   }
 
   /**
