@@ -6,9 +6,12 @@ import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.ReadmeSnippets;
 import dev.retsu.lock.testing.TestDatabase;
 import java.nio.file.Path;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -24,7 +27,10 @@ class ReadmeSnippetsTest {
                 Path.of("../README.md"),
                 "core",
                 Path.of("src/test/java/dev/retsu/lock/ReadmeSnippetsTest.java")))
-        .contains("core/acquire", "core/holder");
+        .contains("core/acquire", "core/holder", "core/leader-loop", "core/wait-mode");
+    assertThat(ReadmeSnippets.unmarkedJavaBlocks(Path.of("../README.md")))
+        .as("java blocks in the README without a snippet marker (and so without a test)")
+        .isZero();
   }
 
   @Test
@@ -56,6 +62,64 @@ class ReadmeSnippetsTest {
     assertThat(acquired).isPresent();
     assertThat(db.queryInts("SELECT count(*)::int FROM invoices WHERE state = 'queued'"))
         .containsExactly(1);
+  }
+
+  @Test
+  void leaderLoop(TestDatabase db) throws Exception {
+    db.execute(
+        "CREATE TABLE queue_rollup (queue text, ready bigint); INSERT INTO queue_rollup VALUES ('q', 3)");
+    DataSource dataSource = db.dataSource();
+    // snippet:core/leader-loop
+    LeaderLoop loop =
+        LeaderLoop.builder(dataSource, LockKey.of(4242, 1))
+            .candidateId("collector-a")
+            .failurePolicy(FailurePolicy.EXIT)
+            .listener(
+                new LeaderListener() {
+                  @Override
+                  public void onAcquired(Term term) {
+                    System.out.println("leadership acquired, fencing token " + term.fencingToken());
+                  }
+                })
+            .build();
+    CompletableFuture<Void> done =
+        loop.start(
+            ctx -> {
+              long ready;
+              try (Statement s = ctx.connection().createStatement();
+                  ResultSet rs = s.executeQuery("SELECT sum(ready) FROM queue_rollup")) {
+                rs.next();
+                ready = rs.getLong(1);
+              }
+              ctx.ensureLeader(); // before any side effect outside the database
+              System.out.println("ready=" + ready + " token=" + ctx.fencingToken());
+            });
+    // end-snippet
+    org.awaitility.Awaitility.await()
+        .atMost(java.time.Duration.ofSeconds(20))
+        .until(loop::isLeader);
+    // snippet:core/leader-loop-close
+    // ... on shutdown:
+    loop.close(); // ends the term, releases the lock at once; done completes
+    // end-snippet
+    done.get(10, java.util.concurrent.TimeUnit.SECONDS);
+    assertThat(loop.state()).isEqualTo(LeaderLoop.State.CLOSED);
+  }
+
+  @Test
+  void waitMode(TestDatabase db) {
+    DataSource dataSource = db.dataSource();
+    LockKey key = LockKey.of(4243L);
+    // snippet:core/wait-mode
+    LeaderLoop waiting =
+        LeaderLoop.builder(dataSource, key)
+            .takeover(TakeoverMode.WAIT)
+            .waitTimeout(Duration.ofSeconds(5))
+            .build();
+    // end-snippet
+    waiting.start(ctx -> {});
+    org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20)).until(waiting::isLeader);
+    waiting.close();
   }
 
   @Test

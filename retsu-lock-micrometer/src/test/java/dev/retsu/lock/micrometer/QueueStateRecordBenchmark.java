@@ -28,7 +28,8 @@ import java.util.function.IntSupplier;
  * </pre>
  *
  * <p>Writes {@code retsu-lock-micrometer/target/benchmark/queue-state-record.txt}. Each case is
- * warmed up, then timed in rounds; the report gives the median round and the range.
+ * warmed up, then all are timed round-robin; the report gives the best, median and worst round. On
+ * a shared machine the best round is the closest to the real cost.
  */
 public final class QueueStateRecordBenchmark {
 
@@ -36,8 +37,8 @@ public final class QueueStateRecordBenchmark {
   private static final int BUDGET = 100;
   private static final int VARIANTS = 16;
   private static final int WARMUP_OPS = 2_000;
-  private static final int ROUNDS = 5;
-  private static final int OPS_PER_ROUND = 500;
+  private static final int ROUNDS = 7;
+  private static final int OPS_PER_ROUND = 300;
 
   private QueueStateRecordBenchmark() {}
 
@@ -76,11 +77,16 @@ public final class QueueStateRecordBenchmark {
     // Backlogs reshuffled every time: most of the kept 100 change, so series are added and removed.
     List<QueueStateSnapshot> churn = snapshots(Mode.RESHUFFLE);
 
-    report.append(line("record, same top 100", recorder(stable)));
-    report.append(line("record, top 100 drifts", recorder(drift)));
-    report.append(line("record, top 100 reshuffled", recorder(churn)));
-    report.append(line("fold only (in each record)", folder(drift)));
-    report.append(line("build + validate snapshot", builder()));
+    List<String> names =
+        List.of(
+            "record, same top 100",
+            "record, top 100 drifts",
+            "record, top 100 reshuffled",
+            "fold only (in each record)",
+            "build + validate snapshot");
+    List<IntSupplier> ops =
+        List.of(recorder(stable), recorder(drift), recorder(churn), folder(drift), builder());
+    report.append(measure(names, ops));
 
     System.out.print(report);
     Files.createDirectories(out.getParent());
@@ -127,29 +133,42 @@ public final class QueueStateRecordBenchmark {
             .size();
   }
 
-  private static String line(String name, IntSupplier op) {
+  /**
+   * Warms every case up, then times them round-robin, one round of each per pass, so that a change
+   * in the machine's load during the run falls on every case alike.
+   */
+  private static String measure(List<String> names, List<IntSupplier> ops) {
     long sink = 0;
-    for (int i = 0; i < WARMUP_OPS; i++) {
-      sink += op.getAsInt();
-    }
-    double[] perOp = new double[ROUNDS];
-    for (int r = 0; r < ROUNDS; r++) {
-      long start = System.nanoTime();
-      for (int i = 0; i < OPS_PER_ROUND; i++) {
+    for (IntSupplier op : ops) {
+      for (int i = 0; i < WARMUP_OPS; i++) {
         sink += op.getAsInt();
       }
-      perOp[r] = (System.nanoTime() - start) / 1_000.0 / OPS_PER_ROUND;
     }
-    double[] sorted = perOp.clone();
-    Arrays.sort(sorted);
-    return String.format(
-        Locale.ROOT,
-        "%-28s median %8.1f us/op   range %8.1f .. %8.1f   (checksum %d)%n",
-        name,
-        sorted[ROUNDS / 2],
-        sorted[0],
-        sorted[ROUNDS - 1],
-        sink);
+    double[][] perOp = new double[ops.size()][ROUNDS];
+    for (int r = 0; r < ROUNDS; r++) {
+      for (int c = 0; c < ops.size(); c++) {
+        IntSupplier op = ops.get(c);
+        long start = System.nanoTime();
+        for (int i = 0; i < OPS_PER_ROUND; i++) {
+          sink += op.getAsInt();
+        }
+        perOp[c][r] = (System.nanoTime() - start) / 1_000.0 / OPS_PER_ROUND;
+      }
+    }
+    StringBuilder out = new StringBuilder();
+    for (int c = 0; c < ops.size(); c++) {
+      double[] sorted = perOp[c].clone();
+      Arrays.sort(sorted);
+      out.append(
+          String.format(
+              Locale.ROOT,
+              "%-28s best %8.1f   median %8.1f   worst %8.1f  us/op%n",
+              names.get(c),
+              sorted[0],
+              sorted[ROUNDS / 2],
+              sorted[ROUNDS - 1]));
+    }
+    return out.append(String.format(Locale.ROOT, "(checksum %d)%n", sink)).toString();
   }
 
   private enum Mode {
