@@ -873,9 +873,12 @@ public final class LeaderLoop implements AutoCloseable {
       LOG.debug("{} Heartbeat ok for term {}", context, term.number());
     }
 
-    /** Ends the term from the watchdog (or a late ensureLeader): stop the task first. */
+    /**
+     * Ends the term from the watchdog (or a late ensureLeader): the context turns invalid first,
+     * then the task is interrupted, then listeners are told and the lock released.
+     */
     void fence(LossReason why, Throwable error) {
-      if (ended.get()) {
+      if (!claim(why, error)) {
         return;
       }
       Thread r = runner;
@@ -889,12 +892,12 @@ public final class LeaderLoop implements AutoCloseable {
         interruptedByWatchdog = true;
         r.interrupt();
       }
-      end(why, error);
+      finish();
     }
 
+    /** Ends a term nobody heard of (closed while acquiring): no listeners, just the lock. */
     void abandon() {
-      if (ended.compareAndSet(false, true)) {
-        reason = LossReason.CLOSED;
+      if (claim(LossReason.CLOSED, null)) {
         try {
           lease.close();
         } finally {
@@ -905,12 +908,27 @@ public final class LeaderLoop implements AutoCloseable {
 
     /** Ends the term once: invalid at once, listeners told, then the lock released. */
     void end(LossReason why, Throwable error) {
+      if (claim(why, error)) {
+        finish();
+      }
+    }
+
+    /**
+     * Marks the term over (so the context is invalid at once); true for the one caller that wins.
+     */
+    private boolean claim(LossReason why, Throwable error) {
       if (!ended.compareAndSet(false, true)) {
-        return;
+        return false;
       }
       reason = why;
       cause = error;
       state.compareAndSet(State.LEADER, State.STANDBY);
+      return true;
+    }
+
+    private void finish() {
+      LossReason why = reason;
+      Throwable error = cause;
       Duration held = Duration.between(term.start(), config.clock.instant());
       if (why == LossReason.CLOSED) {
         LOG.info("{} Leadership released (CLOSED) after {}: term {}", context, held, term.number());
