@@ -21,6 +21,8 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.Executor;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.regex.Pattern;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
@@ -397,10 +399,8 @@ public final class AdvisoryLock {
     private final String originalLockTimeout;
     private final List<String> applied;
     private final Duration waitTimeout;
-    private final java.util.concurrent.locks.ReentrantLock io =
-        new java.util.concurrent.locks.ReentrantLock();
-    private final java.util.concurrent.atomic.AtomicBoolean open =
-        new java.util.concurrent.atomic.AtomicBoolean(true);
+    private final ReentrantLock io = new ReentrantLock();
+    private final AtomicBoolean open = new AtomicBoolean(true);
     private final String sql;
 
     private Waiter(

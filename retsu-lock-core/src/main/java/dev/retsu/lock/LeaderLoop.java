@@ -1167,6 +1167,10 @@ public final class LeaderLoop implements AutoCloseable {
         throw new IllegalArgumentException(
             "idleSessionTimeout must be zero (off) or at least 1 second, but was " + timeout);
       }
+      if (timeout.compareTo(MAX_DURATION) > 0) {
+        throw new IllegalArgumentException(
+            "idleSessionTimeout must be at most " + MAX_DURATION + ", but was " + timeout);
+      }
       this.idleSessionTimeout = timeout;
       return this;
     }
