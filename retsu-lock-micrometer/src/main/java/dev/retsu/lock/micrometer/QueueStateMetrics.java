@@ -194,7 +194,9 @@ public final class QueueStateMetrics implements LeaderListener, MeterBinder, Aut
    *
    * @param snapshot what the refresh collected
    * @return true if exported; false if no term is active (not leader, term over, not the loop's
-   *     listener) or this object is closed, in which case nothing was registered or changed
+   *     listener) or this object is closed, in which case nothing was registered or changed; false
+   *     also if the registry refused a meter (logged at WARN), in which case this term's gauges are
+   *     removed
    * @throws NullPointerException if {@code snapshot} is null
    * @throws IllegalArgumentException if a queue is named {@value Names#OVERFLOW_QUEUE}; the
    *     previous values stay exported
@@ -210,6 +212,9 @@ public final class QueueStateMetrics implements LeaderListener, MeterBinder, Aut
                 + " is reserved for the overflow series, but the snapshot has a queue of that name");
       }
     }
+    // Folded before taking the lock, so that a term ending on the watchdog thread waits for
+    // registry updates only, never for the fold.
+    QueueFolding.Result folded = QueueFolding.fold(snapshot.queues(), maxQueueSeries);
     lock.lock();
     try {
       if (closed) {
@@ -222,9 +227,6 @@ public final class QueueStateMetrics implements LeaderListener, MeterBinder, Aut
         noTerm();
         return false;
       }
-      // Folding inside the lock: at most one recorder runs at a time anyway, and it keeps the
-      // snapshot that is exported the one the term's last record call gave.
-      QueueFolding.Result folded = QueueFolding.fold(snapshot.queues(), maxQueueSeries);
       boolean first = exported == null;
       if (first) {
         exported = new Exported(registry);

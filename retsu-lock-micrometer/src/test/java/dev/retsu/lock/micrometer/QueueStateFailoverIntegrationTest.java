@@ -4,10 +4,13 @@ import static dev.retsu.lock.micrometer.TestTerms.samples;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.retsu.lock.FailurePolicy;
+import dev.retsu.lock.LeaderListener;
 import dev.retsu.lock.LeaderLoop;
 import dev.retsu.lock.LeadershipLostException;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.LossReason;
+import dev.retsu.lock.Term;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
@@ -19,6 +22,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -68,6 +72,11 @@ class QueueStateFailoverIntegrationTest {
     CompletableFuture<Void> run;
 
     Replica(TestDatabase db, LockKey key, String id) {
+      this(db, key, id, FailurePolicy.EXIT, LeaderListener.NO_OP);
+    }
+
+    /** {@code after} is called after the metrics, as the loop calls listeners in order. */
+    Replica(TestDatabase db, LockKey key, String id, FailurePolicy policy, LeaderListener after) {
       this.id = id;
       leaderMetrics = LeaderMetrics.builder(key, id).lockName("queue-state").build();
       leaderMetrics.bindTo(registry);
@@ -78,8 +87,10 @@ class QueueStateFailoverIntegrationTest {
               .retryInterval(Duration.ofMillis(100))
               .refreshInterval(Duration.ofMillis(200))
               .heartbeatInterval(Duration.ofMillis(100))
+              .failurePolicy(policy)
               .listener(leaderMetrics)
               .listener(queueMetrics)
+              .listener(after)
               .build();
       closeables.add(queueMetrics);
       closeables.add(leaderMetrics);
@@ -280,5 +291,39 @@ class QueueStateFailoverIntegrationTest {
         .contains(
             "retsu_lock_refresh_seconds_count{candidate=\"a\",lock=\"queue-state\","
                 + "outcome=\"success\"} 2");
+  }
+
+  @Test
+  void aLeaderThatStepsDownAndLeadsAgainExportsOnlyDuringItsTerms(TestDatabase db)
+      throws Exception {
+    LockKey key = LockKey.of(KEYS.incrementAndGet());
+    // What the scrape held at each event, seen by a listener called after the metrics.
+    List<String> seen = new CopyOnWriteArrayList<>();
+    Replica[] self = new Replica[1];
+    LeaderListener probe =
+        new LeaderListener() {
+          @Override
+          public void onAcquired(Term term) {
+            seen.add("acquired " + term.number() + ": " + self[0].queueSeries().size());
+          }
+
+          @Override
+          public void onLost(Term term, LossReason reason, Throwable cause) {
+            seen.add("lost " + term.number() + ": " + self[0].queueSeries().size());
+          }
+        };
+    Replica a = new Replica(db, key, "a", FailurePolicy.STEP_DOWN, probe);
+    self[0] = a;
+    a.start();
+    await().atMost(WITHIN).until(() -> !a.queueSeries().isEmpty());
+
+    assertThat(db.terminateBackend(a.loop.currentTerm().orElseThrow().backendPid())).isTrue();
+
+    // The same replica contends again, wins (nobody else is there) and exports again.
+    await().atMost(WITHIN).until(() -> a.loop.currentTerm().map(Term::number).orElse(0L) >= 2);
+    await().atMost(WITHIN).until(() -> !a.queueSeries().isEmpty());
+    assertThat(seen.subList(0, 3)).containsExactly("acquired 1: 0", "lost 1: 0", "acquired 2: 0");
+    assertThat(a.scrape())
+        .contains("retsu_lock_acquisitions_total{candidate=\"a\",lock=\"queue-state\"} 2.0");
   }
 }
