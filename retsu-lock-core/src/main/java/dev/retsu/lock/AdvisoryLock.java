@@ -178,21 +178,11 @@ public final class AdvisoryLock {
    *     the cause), or the thread was interrupted; the session is ended in every such case
    */
   public Optional<AdvisoryLockLease> tryAcquire() {
-    Connection conn;
-    try {
-      conn = dataSource.getConnection();
-    } catch (SQLException e) {
-      throw new AdvisoryLockException(
-          "Cannot connect to the database (SQLState " + e.getSQLState() + ")", key, candidateId, e);
-    }
+    Connection conn = borrow();
     boolean settled = false;
     try {
       int previousTimeout = conn.getNetworkTimeout();
-      conn.setNetworkTimeout(DIRECT, timeoutMillis());
-      if (!conn.getAutoCommit()) {
-        // A session lock does not care, but an open transaction would idle in it for the term.
-        conn.setAutoCommit(true);
-      }
+      prepare(conn);
       int pid;
       boolean inRecovery;
       boolean locked;
@@ -211,12 +201,7 @@ public final class AdvisoryLock {
         }
       }
       if (inRecovery) {
-        throw new UnsafeSessionException(
-            LossReason.STANDBY_DETECTED,
-            "The server is a hot standby (pg_is_in_recovery() = true): advisory locks there do not"
-                + " exclude holders on the primary. Connect to the primary.",
-            key,
-            candidateId);
+        throw standbyRefused();
       }
       if (!locked) {
         conn.setNetworkTimeout(DIRECT, previousTimeout);
@@ -249,6 +234,33 @@ public final class AdvisoryLock {
         SessionTerminator.endSession(dataSource, conn, false, context);
       }
     }
+  }
+
+  private Connection borrow() {
+    try {
+      return dataSource.getConnection();
+    } catch (SQLException e) {
+      throw new AdvisoryLockException(
+          "Cannot connect to the database (SQLState " + e.getSQLState() + ")", key, candidateId, e);
+    }
+  }
+
+  /** Bounds our own round trips and leaves autocommit on. */
+  private void prepare(Connection conn) throws SQLException {
+    conn.setNetworkTimeout(DIRECT, timeoutMillis());
+    if (!conn.getAutoCommit()) {
+      // A session lock does not care, but an open transaction would idle in it for the term.
+      conn.setAutoCommit(true);
+    }
+  }
+
+  private UnsafeSessionException standbyRefused() {
+    return new UnsafeSessionException(
+        LossReason.STANDBY_DETECTED,
+        "The server is a hot standby (pg_is_in_recovery() = true): advisory locks there do not"
+            + " exclude holders on the primary. Connect to the primary.",
+        key,
+        candidateId);
   }
 
   /** Names the session and applies the session settings; detects a backend that moved. */
@@ -334,19 +346,10 @@ public final class AdvisoryLock {
       throw new IllegalArgumentException(
           "waitTimeout must be at least 10ms, but was " + waitTimeout);
     }
-    Connection conn;
-    try {
-      conn = dataSource.getConnection();
-    } catch (SQLException e) {
-      throw new AdvisoryLockException(
-          "Cannot connect to the database (SQLState " + e.getSQLState() + ")", key, candidateId, e);
-    }
+    Connection conn = borrow();
     boolean ok = false;
     try {
-      conn.setNetworkTimeout(DIRECT, timeoutMillis());
-      if (!conn.getAutoCommit()) {
-        conn.setAutoCommit(true);
-      }
+      prepare(conn);
       int pid;
       String originalLockTimeout;
       try (PreparedStatement ps =
@@ -356,12 +359,7 @@ public final class AdvisoryLock {
         rs.next();
         pid = rs.getInt(1);
         if (rs.getBoolean(2)) {
-          throw new UnsafeSessionException(
-              LossReason.STANDBY_DETECTED,
-              "The server is a hot standby (pg_is_in_recovery() = true): advisory locks there do"
-                  + " not exclude holders on the primary. Connect to the primary.",
-              key,
-              candidateId);
+          throw standbyRefused();
         }
         originalLockTimeout = rs.getString(3);
       }
@@ -511,14 +509,7 @@ public final class AdvisoryLock {
       if (!open.compareAndSet(true, false)) {
         return;
       }
-      boolean idle = io.tryLock();
-      try {
-        SessionTerminator.endSession(dataSource, conn, !idle, context);
-      } finally {
-        if (idle) {
-          io.unlock();
-        }
-      }
+      SessionTerminator.endSession(dataSource, conn, io, context);
     }
   }
 
