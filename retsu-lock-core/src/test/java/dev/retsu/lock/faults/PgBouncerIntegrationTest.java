@@ -5,10 +5,12 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import dev.retsu.lock.AdvisoryLock;
+import dev.retsu.lock.AdvisoryLockLease;
 import dev.retsu.lock.LeaderLoop;
 import dev.retsu.lock.LeadershipLostException;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.LossReason;
+import dev.retsu.lock.UnsafeSessionException;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
 import java.net.InetAddress;
@@ -26,6 +28,7 @@ import java.util.List;
 import java.util.Properties;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
@@ -57,8 +60,11 @@ class PgBouncerIntegrationTest {
   }
 
   @BeforeEach
-  void startBouncer(TestDatabase db) throws Exception {
+  void database(TestDatabase db) {
     this.db = db;
+  }
+
+  private void startBouncer(int poolSize) throws Exception {
     Path binary = pgbouncerBinary();
     Assumptions.assumeTrue(
         binary != null,
@@ -87,7 +93,7 @@ class PgBouncerIntegrationTest {
             "auth_file = " + dir.resolve("users.txt"),
             "pool_mode = transaction",
             "server_round_robin = 1",
-            "default_pool_size = 4",
+            "default_pool_size = " + poolSize,
             "ignore_startup_parameters = extra_float_digits,options",
             "logfile = " + dir.resolve("pgbouncer.log"),
             ""));
@@ -115,8 +121,8 @@ class PgBouncerIntegrationTest {
                 return c.isValid(2);
               }
             });
-    // Two server connections, so round robin hands consecutive transactions to different ones.
-    CompletableFuture<?>[] warm = new CompletableFuture<?>[2];
+    // Open every server connection, so round robin can hand transactions to different ones.
+    CompletableFuture<?>[] warm = new CompletableFuture<?>[poolSize];
     for (int i = 0; i < warm.length; i++) {
       warm[i] =
           CompletableFuture.runAsync(
@@ -154,27 +160,16 @@ class PgBouncerIntegrationTest {
     return DriverManager.getConnection(url(), p);
   }
 
-  @Test
-  void leaseRefusesToLeadThroughATransactionPoolerAndThereAreNeverTwoLeaders() throws Exception {
-    PGSimpleDataSource viaBouncer = new PGSimpleDataSource();
-    viaBouncer.setUrl(url());
-    viaBouncer.setUser(db.user());
-    LockKey key = LockKey.named("retsu-test", "pgbouncer");
-    List<LossReason> reasons = new ArrayList<>();
-    for (String id : List.of("bounced-a", "bounced-b")) {
-      LeaderLoop loop =
-          FaultTiming.fast(LeaderLoop.builder(viaBouncer, key)).candidateId(id).build();
-      assertThatThrownBy(() -> loop.run(ctx -> {}))
-          .isInstanceOfSatisfying(LeadershipLostException.class, e -> reasons.add(e.reason()));
-    }
-    // Round robin moves the second statement of an acquisition to another backend: refused at
-    // once. (Were it to land on the same backend, the first heartbeat would refuse instead.)
-    assertThat(reasons)
-        .allSatisfy(r -> assertThat(r).isIn(LossReason.POOLER_DETECTED, LossReason.LOCK_NOT_HELD));
-    assertThat(reasons).contains(LossReason.POOLER_DETECTED);
+  private PGSimpleDataSource viaBouncer() {
+    PGSimpleDataSource ds = new PGSimpleDataSource();
+    ds.setUrl(url());
+    ds.setUser(db.user());
+    return ds;
+  }
 
-    // The lock may stay stranded on a pooled server backend (see POSTGRES-FACTS 5); nobody leads
-    // through the pooler, and once the pooler lets go of its backends a direct candidate can.
+  private void assertLockFreedOnceThePoolerLetsGo(LockKey key) throws Exception {
+    // The lock may stay stranded on a pooled server backend (POSTGRES-FACTS 5): retsu-lock never
+    // unlocks through a pooler. Once the pooler closes its server connections it is free again.
     bouncer.destroy();
     bouncer.waitFor(10, TimeUnit.SECONDS);
     AdvisoryLock direct = AdvisoryLock.of(db.dataSource(), key);
@@ -190,5 +185,81 @@ class PgBouncerIntegrationTest {
                           return true;
                         })
                     .orElse(false));
+  }
+
+  /**
+   * One server connection shared by every client: the first candidate's lock lives on that backend,
+   * so a second candidate's session "already holds" it (advisory locks are re-entrant). It must be
+   * refused, deterministically: never two leaders.
+   */
+  @Test
+  void secondCandidateOnASharedBackendIsRefusedSoThereAreNeverTwoLeaders() throws Exception {
+    startBouncer(1);
+    LockKey key = LockKey.named("retsu-test", "pgbouncer-shared");
+    AdvisoryLockLease first = AdvisoryLock.of(viaBouncer(), key).tryAcquire().orElseThrow();
+    for (String id : List.of("second", "third")) {
+      LeaderLoop loop =
+          FaultTiming.fast(LeaderLoop.builder(viaBouncer(), key)).candidateId(id).build();
+      assertThatThrownBy(() -> loop.run(ctx -> {}))
+          .isInstanceOfSatisfying(
+              UnsafeSessionException.class,
+              e -> {
+                assertThat(e.reason()).isEqualTo(LossReason.POOLER_DETECTED);
+                assertThat(e.getMessage()).contains("already holds this lock");
+              });
+    }
+    first.close();
+    assertLockFreedOnceThePoolerLetsGo(key);
+  }
+
+  /**
+   * A busy pool moves a client's statements between backends: the lease sees its backend pid change
+   * (or its lock vanish) and the candidate refuses to lead.
+   */
+  @Test
+  void busyTransactionPoolMovesTheBackendAndTheCandidateRefusesToLead() throws Exception {
+    startBouncer(4);
+    LockKey key = LockKey.named("retsu-test", "pgbouncer-busy");
+    AtomicBoolean busy = new AtomicBoolean(true);
+    List<Thread> traffic = new ArrayList<>();
+    for (int i = 0; i < 3; i++) {
+      Thread t =
+          new Thread(
+              () -> {
+                try (Connection c = connect();
+                    Statement s = c.createStatement()) {
+                  while (busy.get()) {
+                    s.execute("SELECT pg_sleep(0.005)");
+                  }
+                } catch (SQLException e) {
+                  // the pooler went away at the end of the test
+                }
+              },
+              "retsu-lock-test-pooler-traffic-" + i);
+      t.start();
+      traffic.add(t);
+    }
+    try {
+      LeaderLoop loop =
+          FaultTiming.fast(LeaderLoop.builder(viaBouncer(), key)).candidateId("bounced").build();
+      CompletableFuture<Void> run = loop.start(ctx -> {});
+      try {
+        assertThatThrownBy(() -> run.get(60, TimeUnit.SECONDS))
+            .cause()
+            .isInstanceOfSatisfying(
+                LeadershipLostException.class,
+                e ->
+                    assertThat(e.reason())
+                        .isIn(LossReason.POOLER_DETECTED, LossReason.LOCK_NOT_HELD));
+      } finally {
+        loop.close();
+      }
+    } finally {
+      busy.set(false);
+      for (Thread t : traffic) {
+        t.join(10_000);
+      }
+    }
+    assertLockFreedOnceThePoolerLetsGo(key);
   }
 }
