@@ -29,6 +29,7 @@ import java.util.Optional;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.BooleanSupplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -53,6 +54,7 @@ final class Demo {
 
   private final Settings.Demo settings;
   private final PrintStream out;
+  private final ReentrantLock outLock = new ReentrantLock();
   private final long t0 = System.nanoTime();
   private final List<Child> children = new ArrayList<>();
   private final List<String> summary = new ArrayList<>();
@@ -454,9 +456,12 @@ final class Demo {
 
   private void say(String text) {
     double since = (System.nanoTime() - t0) / 1e9;
-    synchronized (out) {
+    outLock.lock();
+    try {
       out.printf(Locale.ROOT, "%s  +%6.2fs  %s%n", LocalTime.now().format(CLOCK), since, text);
       out.flush();
+    } finally {
+      outLock.unlock();
     }
   }
 
@@ -512,6 +517,7 @@ final class Demo {
     final int port;
     final Process process;
     private final List<String> lines = new ArrayList<>();
+    private final ReentrantLock linesLock = new ReentrantLock();
     private final Thread reader;
     private volatile long acquiredAt = NOT_YET;
 
@@ -535,11 +541,14 @@ final class Demo {
         String line;
         while ((line = r.readLine()) != null) {
           long now = System.nanoTime();
-          synchronized (lines) {
+          linesLock.lock();
+          try {
             lines.add(line);
             if (lines.size() > 500) {
               lines.remove(0);
             }
+          } finally {
+            linesLock.unlock();
           }
           if (line.endsWith(Collector.ACQUIRED_LINE) && acquiredAt == NOT_YET) {
             acquiredAt = now;
@@ -559,8 +568,11 @@ final class Demo {
     }
 
     List<String> tail(int n) {
-      synchronized (lines) {
+      linesLock.lock();
+      try {
         return new ArrayList<>(lines.subList(Math.max(0, lines.size() - n), lines.size()));
+      } finally {
+        linesLock.unlock();
       }
     }
 
