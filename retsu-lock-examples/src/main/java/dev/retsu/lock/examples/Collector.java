@@ -127,6 +127,7 @@ final class Collector {
             .candidateId(candidate)
             .retryInterval(settings.interval())
             .refreshInterval(settings.interval())
+            .takeover(settings.takeover())
             .failurePolicy(FailurePolicy.EXIT)
             .listener(new LogListener(candidate))
             .listener(leaderMetrics)
@@ -153,10 +154,12 @@ final class Collector {
     }
 
     LOG.info(
-        "[candidate={}] Queue state collector started: lock {}, interval {}, pool size {}",
+        "[candidate={}] Queue state collector started: lock {}, interval {}, takeover {}, pool"
+            + " size {}",
         candidate,
         KEY,
         Options.format(settings.interval()),
+        settings.takeover(),
         settings.database().poolSize());
     try {
       leaderLoop.run(
@@ -276,6 +279,7 @@ final class Collector {
       out.put("holderError", e.getMessage());
     }
     out.put("intervalSeconds", settings.interval().toMillis() / 1000.0);
+    out.put("takeover", settings.takeover().name().toLowerCase(java.util.Locale.ROOT));
     return Json.object(out);
   }
 

@@ -195,6 +195,16 @@ final class Options {
     return n;
   }
 
+  /** One of a few words, case-insensitive; returned in lower case. */
+  String choice(Option o, List<String> allowed) {
+    Value v = Objects.requireNonNull(values.get(o), o.flag());
+    String word = v.text().trim().toLowerCase(Locale.ROOT);
+    if (!allowed.contains(word)) {
+      throw bad(v, "one of " + String.join(", ", allowed));
+    }
+    return word;
+  }
+
   int port(Option o) {
     return intWithin(o, 1, 65535, "a TCP port");
   }

@@ -1,5 +1,6 @@
 package dev.retsu.lock.examples;
 
+import dev.retsu.lock.TakeoverMode;
 import dev.retsu.lock.examples.Options.Option;
 import java.time.Duration;
 import java.util.List;
@@ -44,6 +45,13 @@ final class Settings {
           "--interval",
           "15s",
           "standby retry and leader refresh interval (15s, 500ms, PT15S)");
+  static final Option TAKEOVER =
+      Option.of(
+          "RETSU_WORKER__STATE_COLLECTOR__TAKEOVER",
+          "--takeover",
+          "poll",
+          "poll: standby retries every interval, holding no connection; wait: standby blocks in"
+              + " pg_advisory_lock on one connection and takes over at once");
   static final Option CANDIDATE_ID =
       Option.of(
           "RETSU_WORKER__STATE_COLLECTOR__CANDIDATE_ID",
@@ -91,6 +99,7 @@ final class Settings {
           MANAGEMENT_PORT,
           MANAGEMENT_ADDRESS,
           INTERVAL,
+          TAKEOVER,
           CANDIDATE_ID,
           PARENT_PID);
   static final List<Option> LOAD =
@@ -141,6 +150,7 @@ final class Settings {
       String managementAddress,
       int managementPort,
       Duration interval,
+      TakeoverMode takeover,
       Optional<String> candidateId,
       OptionalLong parentPid) {
 
@@ -151,6 +161,8 @@ final class Settings {
           o.required(MANAGEMENT_ADDRESS),
           o.port(MANAGEMENT_PORT),
           o.duration(INTERVAL),
+          TakeoverMode.valueOf(
+              o.choice(TAKEOVER, List.of("poll", "wait")).toUpperCase(java.util.Locale.ROOT)),
           o.string(CANDIDATE_ID),
           readParentPid(o));
     }

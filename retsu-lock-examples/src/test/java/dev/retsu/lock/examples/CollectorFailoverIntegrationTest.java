@@ -9,6 +9,7 @@ import java.sql.Connection;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
@@ -157,5 +158,33 @@ class CollectorFailoverIntegrationTest {
         .atMost(TAKEOVER)
         .until(() -> standby.metrics().contains("queue_messages_ready{queue=\"queue-1\"}"));
     assertThat(db.advisoryLockHolders()).hasSize(1).doesNotContain(holders.get(0));
+  }
+
+  @Test
+  void aWaitingStandbyTakesOverTheMomentTheLeaderStops(TestDatabase db) throws Exception {
+    CollectorProcess leader = start(db, "collector-p");
+    await("a leader").atMost(STARTUP).until(leader::isLeaderByLog);
+    CollectorProcess waiter =
+        CollectorProcess.start(
+            db,
+            "collector-w",
+            "1s",
+            CollectorProcess.freePort(),
+            Map.of("RETSU_WORKER__STATE_COLLECTOR__TAKEOVER", "wait"));
+    processes.add(waiter);
+    // The waiting standby holds exactly one session, blocked in pg_advisory_lock.
+    await("the waiter blocked in pg_advisory_lock")
+        .atMost(STARTUP)
+        .until(() -> db.clientSessions("retsu-lock:collector-w") == 1);
+    assertThat(waiter.get("/leader")).contains("\"takeover\":\"wait\"");
+
+    leader.process.toHandle().destroy();
+
+    await("the waiter takes over")
+        .atMost(TAKEOVER)
+        .until(() -> waiter.linesEndingWith(Collector.ACQUIRED_LINE) == 1);
+    await("and exports queue state")
+        .atMost(TAKEOVER)
+        .until(() -> waiter.metrics().contains("queue_messages_ready{queue=\"queue-1\"}"));
   }
 }

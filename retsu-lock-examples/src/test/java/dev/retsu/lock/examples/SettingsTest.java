@@ -21,6 +21,7 @@ class SettingsTest {
     assertThat(c.managementPort()).isEqualTo(24350);
     assertThat(c.managementAddress()).isEqualTo("0.0.0.0");
     assertThat(c.interval()).isEqualTo(Duration.ofSeconds(15));
+    assertThat(c.takeover()).isEqualTo(dev.retsu.lock.TakeoverMode.POLL);
     assertThat(c.candidateId()).isEmpty();
     assertThat(c.parentPid()).isEmpty();
   }
@@ -92,6 +93,24 @@ class SettingsTest {
         .hasMessage(
             "RETSU_WORKER__STATE_COLLECTOR__INTERVAL must be a positive duration of at most one"
                 + " day, but was 'PT0S'");
+  }
+
+  @Test
+  void takeoverModeComesFromTheEnvironmentOrTheFlag() {
+    assertThat(
+            Settings.Collector.from(
+                    List.of(), Map.of("RETSU_WORKER__STATE_COLLECTOR__TAKEOVER", "WAIT"))
+                .takeover())
+        .isEqualTo(dev.retsu.lock.TakeoverMode.WAIT);
+    assertThat(Settings.Collector.from(List.of("--takeover", "poll"), Map.of()).takeover())
+        .isEqualTo(dev.retsu.lock.TakeoverMode.POLL);
+    assertThatThrownBy(
+            () ->
+                Settings.Collector.from(
+                    List.of(), Map.of("RETSU_WORKER__STATE_COLLECTOR__TAKEOVER", "eager")))
+        .isInstanceOf(ConfigException.class)
+        .hasMessageContaining("RETSU_WORKER__STATE_COLLECTOR__TAKEOVER must be one of poll, wait")
+        .hasMessageContaining("'eager'");
   }
 
   @Test
