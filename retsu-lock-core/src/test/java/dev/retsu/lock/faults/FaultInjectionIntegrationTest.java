@@ -52,7 +52,7 @@ class FaultInjectionIntegrationTest {
       fleet.launch();
       fleet.launch();
       for (int round = 1; round <= rounds; round++) {
-        Fleet.Member leader = fleet.awaitWorkingLeader(WITHIN);
+        Fleet.Member leader = fleet.awaitLeaderAndContendingStandbys(WITHIN);
         long injected = System.nanoTime();
         fault.inject(fleet, leader, db);
         long work = fleet.awaitNewTermWork(injected, WITHIN);
@@ -221,7 +221,7 @@ class FaultInjectionIntegrationTest {
       fleet.launch();
       fleet.launch();
       for (int round = 1; round <= RANDOM_ROUNDS; round++) {
-        Fleet.Member leader = fleet.awaitWorkingLeader(WITHIN);
+        Fleet.Member leader = fleet.awaitLeaderAndContendingStandbys(WITHIN);
         String kind = kinds.get(random.nextInt(kinds.size()));
         if (kind.startsWith("restart") && !db.server().supportsRestart()) {
           kind = "terminate";
