@@ -329,9 +329,12 @@ public final class LeaderLoop implements AutoCloseable {
       } catch (AdvisoryLockException e) {
         waiter = null;
         notifyAttempt(AttemptResult.ERROR, started, e);
-        if (closed() || e.getCause() instanceof InterruptedException) {
-          Thread.currentThread().interrupt();
+        if (e.getCause() instanceof InterruptedException) {
+          Thread.currentThread().interrupt(); // keep the caller's stop request visible
           return;
+        }
+        if (closed()) {
+          return; // e.g. close() aborted a waiting session
         }
         if (!contacted) {
           LOG.error("{} First attempt failed; giving up: {}", context, e.getMessage());
