@@ -89,12 +89,21 @@ class WaitTakeoverIntegrationTest {
             .takeover(TakeoverMode.WAIT)
             .waitTimeout(Duration.ofHours(1))
             .build();
-    CompletableFuture<Void> run = b.start(ctx -> {});
+    CompletableFuture<Boolean> interruptedAfterRun = new CompletableFuture<>();
+    Thread runner =
+        new Thread(
+            () -> {
+              b.run(ctx -> {});
+              interruptedAfterRun.complete(Thread.currentThread().isInterrupted());
+            },
+            "retsu-lock-test-waiter");
+    runner.start();
     await().atMost(WITHIN).until(() -> db.clientSessions("retsu-lock:wait-c") == 1);
 
     b.close();
 
-    run.get(10, TimeUnit.SECONDS);
+    // run() returned, and close() did not leave the caller's thread interrupted.
+    assertThat(interruptedAfterRun.get(10, TimeUnit.SECONDS)).isFalse();
     await().atMost(WITHIN).until(() -> db.clientSessions("retsu-lock:wait-c") == 0);
     assertThat(held.isHeld()).isTrue();
   }
