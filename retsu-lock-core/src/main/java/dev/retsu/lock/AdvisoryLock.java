@@ -317,6 +317,212 @@ public final class AdvisoryLock {
   }
 
   /**
+   * Opens a waiter: one session, set up like a leader's, that blocks in {@code pg_advisory_lock}
+   * until PostgreSQL grants it the lock. Each {@link Waiter#await()} waits at most {@code
+   * waitTimeout} (as {@code lock_timeout}) and can be called again to re-arm.
+   *
+   * @param waitTimeout how long one wait may block; at least 10 ms
+   * @return the waiter; close it when done (its session is ended, never pooled)
+   * @throws UnsafeSessionException on a hot standby or behind a transaction pooler
+   * @throws AdvisoryLockException when the database cannot be reached or fails
+   */
+  public Waiter openWaiter(Duration waitTimeout) {
+    validateTimeout("waitTimeout", waitTimeout);
+    if (waitTimeout.toMillis() < 10) {
+      throw new IllegalArgumentException(
+          "waitTimeout must be at least 10ms, but was " + waitTimeout);
+    }
+    Connection conn;
+    try {
+      conn = dataSource.getConnection();
+    } catch (SQLException e) {
+      throw new AdvisoryLockException(
+          "Cannot connect to the database (SQLState " + e.getSQLState() + ")", key, candidateId, e);
+    }
+    boolean ok = false;
+    try {
+      conn.setNetworkTimeout(DIRECT, timeoutMillis());
+      if (!conn.getAutoCommit()) {
+        conn.setAutoCommit(true);
+      }
+      int pid;
+      String originalLockTimeout;
+      try (PreparedStatement ps =
+              conn.prepareStatement(
+                  "SELECT pg_backend_pid(), pg_is_in_recovery(), current_setting('lock_timeout')");
+          ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        pid = rs.getInt(1);
+        if (rs.getBoolean(2)) {
+          throw new UnsafeSessionException(
+              LossReason.STANDBY_DETECTED,
+              "The server is a hot standby (pg_is_in_recovery() = true): advisory locks there do"
+                  + " not exclude holders on the primary. Connect to the primary.",
+              key,
+              candidateId);
+        }
+        originalLockTimeout = rs.getString(3);
+      }
+      List<String> applied = configureSession(conn, pid);
+      try (PreparedStatement ps =
+          conn.prepareStatement("SELECT set_config('lock_timeout', ?, false)")) {
+        ps.setString(1, waitTimeout.toMillis() + "ms");
+        ps.execute();
+      }
+      Waiter waiter = new Waiter(conn, pid, originalLockTimeout, applied, waitTimeout);
+      ok = true;
+      return waiter;
+    } catch (SQLException e) {
+      throw new AdvisoryLockException(
+          "Opening a waiter failed (SQLState " + e.getSQLState() + "); the session was ended",
+          key,
+          candidateId,
+          e);
+    } finally {
+      if (!ok) {
+        SessionTerminator.endSession(dataSource, conn, false, context);
+      }
+    }
+  }
+
+  /**
+   * A session that waits in {@code pg_advisory_lock} for the lock ({@link TakeoverMode#WAIT}). It
+   * is never returned to a pool: once it has waited, the server may grant it the lock at any
+   * moment, so {@link #close()} ends the session. Thread-safe: {@link #close()} from another thread
+   * aborts a wait in progress.
+   */
+  public final class Waiter implements AutoCloseable {
+    private final Connection conn;
+    private final int pid;
+    private final String originalLockTimeout;
+    private final List<String> applied;
+    private final Duration waitTimeout;
+    private final java.util.concurrent.locks.ReentrantLock io =
+        new java.util.concurrent.locks.ReentrantLock();
+    private final java.util.concurrent.atomic.AtomicBoolean open =
+        new java.util.concurrent.atomic.AtomicBoolean(true);
+    private final String sql;
+
+    private Waiter(
+        Connection conn,
+        int pid,
+        String originalLockTimeout,
+        List<String> applied,
+        Duration waitTimeout) {
+      this.conn = conn;
+      this.pid = pid;
+      this.originalLockTimeout = originalLockTimeout;
+      this.applied = applied;
+      this.waitTimeout = waitTimeout;
+      this.sql = "SELECT pg_advisory_lock(" + key.sqlArguments() + ")::text, pg_backend_pid()";
+    }
+
+    /**
+     * Returns the backend pid of the waiting session.
+     *
+     * @return the pid
+     */
+    public int backendPid() {
+      return pid;
+    }
+
+    /**
+     * Blocks until the lock is granted or the wait timeout passes.
+     *
+     * @return the lease when granted (this waiter is then used up: its session belongs to the
+     *     lease), or empty when the wait timed out (call again to re-arm)
+     * @throws AdvisoryLockException when the session fails (it is ended) or the waiter is closed
+     */
+    public Optional<AdvisoryLockLease> await() {
+      io.lock();
+      try {
+        if (!open.get()) {
+          throw new AdvisoryLockException("The waiter is closed", key, candidateId, null);
+        }
+        int granted;
+        try {
+          conn.setNetworkTimeout(
+              DIRECT, (int) (waitTimeout.toMillis() + roundTripTimeout.toMillis()));
+          try (PreparedStatement ps = conn.prepareStatement(sql)) {
+            key.bindArguments(ps, 1);
+            try (ResultSet rs = ps.executeQuery()) {
+              rs.next();
+              granted = rs.getInt(2);
+            }
+          }
+        } catch (SQLException e) {
+          if ("55P03".equals(e.getSQLState()) && open.get()) {
+            return Optional.empty(); // lock_timeout: nobody released it yet; re-arm
+          }
+          close();
+          throw new AdvisoryLockException(
+              "Waiting for the lock failed (SQLState "
+                  + e.getSQLState()
+                  + "); the session was ended",
+              key,
+              candidateId,
+              e);
+        }
+        if (granted != pid) {
+          close();
+          throw new UnsafeSessionException(
+              LossReason.POOLER_DETECTED,
+              "The backend changed from pid "
+                  + pid
+                  + " to "
+                  + granted
+                  + ": a transaction-mode pooler is in between",
+              key,
+              candidateId);
+        }
+        if (!open.compareAndSet(true, false)) {
+          // Closed while the grant arrived: end the session, which releases the lock.
+          SessionTerminator.endSession(dataSource, conn, false, context);
+          throw new AdvisoryLockException("The waiter was closed", key, candidateId, null);
+        }
+        try {
+          try (PreparedStatement ps =
+              conn.prepareStatement("SELECT set_config('lock_timeout', ?, false)")) {
+            ps.setString(1, originalLockTimeout);
+            ps.execute();
+          }
+          conn.setNetworkTimeout(DIRECT, 0);
+        } catch (SQLException e) {
+          SessionTerminator.endSession(dataSource, conn, false, context);
+          throw new AdvisoryLockException(
+              "Granted, but the session failed right after (SQLState "
+                  + e.getSQLState()
+                  + "); the session was ended",
+              key,
+              candidateId,
+              e);
+        }
+        LOG.debug("{} Lock granted to waiting backend pid {}", context, pid);
+        return Optional.of(
+            new AdvisoryLockLease(AdvisoryLock.this, conn, pid, Instant.now(), applied));
+      } finally {
+        io.unlock();
+      }
+    }
+
+    /** Ends the waiting session (aborting a wait in progress). Idempotent; never throws. */
+    @Override
+    public void close() {
+      if (!open.compareAndSet(true, false)) {
+        return;
+      }
+      boolean idle = io.tryLock();
+      try {
+        SessionTerminator.endSession(dataSource, conn, !idle, context);
+      } finally {
+        if (idle) {
+          io.unlock();
+        }
+      }
+    }
+  }
+
+  /**
    * Returns who holds this lock now, as far as the connecting role can see.
    *
    * @return the holder, or empty when the lock is free

@@ -105,6 +105,12 @@ public final class LeaderLoop implements AutoCloseable {
   /** Default longest wait between failed terms under {@link FailurePolicy#STEP_DOWN}: 5 minutes. */
   public static final Duration DEFAULT_MAX_BACKOFF = Duration.ofMinutes(5);
 
+  /** Default takeover mode: {@link TakeoverMode#POLL}. */
+  public static final TakeoverMode DEFAULT_TAKEOVER = TakeoverMode.POLL;
+
+  /** Default longest single wait in {@link TakeoverMode#WAIT} before it is re-armed: 5 seconds. */
+  public static final Duration DEFAULT_WAIT_TIMEOUT = Duration.ofSeconds(5);
+
   /** Default time {@link #close()} waits for {@link #run} to return: 10 seconds. */
   public static final Duration DEFAULT_CLOSE_TIMEOUT = Duration.ofSeconds(10);
 
@@ -147,6 +153,7 @@ public final class LeaderLoop implements AutoCloseable {
   private final CountDownLatch finished = new CountDownLatch(1);
   private final AtomicReference<TermState> current = new AtomicReference<>();
   private volatile Thread runner;
+  private volatile AdvisoryLock.Waiter waiter;
   private long termCounter;
 
   private LeaderLoop(Config config) {
@@ -289,14 +296,20 @@ public final class LeaderLoop implements AutoCloseable {
     }
     runner = Thread.currentThread();
     LOG.info(
-        "{} Leader loop started (retry {}, refresh {}, policy {})",
+        "{} Leader loop started (takeover {}, retry {}, refresh {}, policy {})",
         context,
+        config.takeover,
         config.retryInterval,
         config.refreshInterval,
         config.failurePolicy);
     try {
       contend(task);
     } finally {
+      AdvisoryLock.Waiter w = waiter;
+      if (w != null) {
+        w.close();
+        waiter = null;
+      }
       state.set(State.CLOSED);
       runner = null;
       finished.countDown();
@@ -311,9 +324,10 @@ public final class LeaderLoop implements AutoCloseable {
       long started = config.ticker.getAsLong();
       Optional<AdvisoryLockLease> acquired;
       try {
-        acquired = lock.tryAcquire();
+        acquired = config.takeover == TakeoverMode.WAIT ? awaitGrant() : lock.tryAcquire();
         contacted = true;
       } catch (AdvisoryLockException e) {
+        waiter = null;
         notifyAttempt(AttemptResult.ERROR, started, e);
         if (closed() || e.getCause() instanceof InterruptedException) {
           Thread.currentThread().interrupt();
@@ -335,6 +349,12 @@ public final class LeaderLoop implements AutoCloseable {
       }
       if (acquired.isEmpty()) {
         notifyAttempt(AttemptResult.HELD_ELSEWHERE, started, null);
+        if (config.takeover == TakeoverMode.WAIT) {
+          if (Thread.currentThread().isInterrupted()) {
+            return;
+          }
+          continue; // the blocking wait was the wait: re-arm at once
+        }
         if (!standbyWait(jittered(config.retryInterval))) {
           return;
         }
@@ -369,6 +389,25 @@ public final class LeaderLoop implements AutoCloseable {
         return;
       }
     }
+  }
+
+  /** WAIT mode: one blocking wait on the standing waiter session, opened on first use. */
+  private Optional<AdvisoryLockLease> awaitGrant() {
+    AdvisoryLock.Waiter w = waiter;
+    if (w == null) {
+      w = lock.openWaiter(config.waitTimeout);
+      waiter = w;
+      if (closed()) {
+        w.close();
+        waiter = null;
+        return Optional.empty();
+      }
+    }
+    Optional<AdvisoryLockLease> granted = w.await();
+    if (granted.isPresent()) {
+      waiter = null; // its session now belongs to the lease
+    }
+    return granted;
   }
 
   private Duration backoff(int failedTerms) {
@@ -470,10 +509,15 @@ public final class LeaderLoop implements AutoCloseable {
       if (!ts.ended.get()) {
         ts.end(LossReason.CLOSED, null);
       }
+      // Listener calls never overlap: the watchdog may still be telling them about this term.
+      boolean interrupted = !ts.awaitEnd();
       watchdog.interrupt();
+      interrupted |= !joinQuietly(watchdog);
       if (ts.interruptedByWatchdog) {
         // The watchdog interrupted the task to fence it; that interrupt is not a stop request.
         Thread.interrupted();
+      } else if (interrupted) {
+        Thread.currentThread().interrupt();
       }
       current.compareAndSet(ts, null);
       state.compareAndSet(State.LEADER, State.STANDBY);
@@ -658,6 +702,20 @@ public final class LeaderLoop implements AutoCloseable {
     return state.get() == State.CLOSED;
   }
 
+  /** Joins a thread for up to a second; returns false if interrupted meanwhile. */
+  private static boolean joinQuietly(Thread t) {
+    boolean quiet = true;
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(1);
+    while (t.isAlive() && System.nanoTime() < deadline) {
+      try {
+        t.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())));
+      } catch (InterruptedException e) {
+        quiet = false;
+      }
+    }
+    return quiet;
+  }
+
   /**
    * Stops the loop: ends the current term (listeners told, lock released), wakes a waiting standby
    * and waits up to the close timeout for {@link #run} to return, interrupting its thread if it
@@ -678,6 +736,10 @@ public final class LeaderLoop implements AutoCloseable {
     TermState ts = current.get();
     if (ts != null) {
       ts.end(LossReason.CLOSED, null);
+    }
+    AdvisoryLock.Waiter w = waiter;
+    if (w != null) {
+      w.close(); // aborts a blocking wait at once
     }
     Thread r = runner;
     if (previous == State.NEW || r == null || r == Thread.currentThread()) {
@@ -728,6 +790,7 @@ public final class LeaderLoop implements AutoCloseable {
     final Term term;
     final AdvisoryLockLease lease;
     final AtomicBoolean ended = new AtomicBoolean();
+    final CountDownLatch endDone = new CountDownLatch(1);
     volatile long lastProofStart;
     volatile long deadline;
     volatile long taskStart;
@@ -832,7 +895,11 @@ public final class LeaderLoop implements AutoCloseable {
     void abandon() {
       if (ended.compareAndSet(false, true)) {
         reason = LossReason.CLOSED;
-        lease.close();
+        try {
+          lease.close();
+        } finally {
+          endDone.countDown();
+        }
       }
     }
 
@@ -862,7 +929,31 @@ public final class LeaderLoop implements AutoCloseable {
           safely(l, "onLost", () -> l.onLost(term, why, error));
         }
       } finally {
-        lease.close();
+        try {
+          lease.close();
+        } finally {
+          endDone.countDown();
+        }
+      }
+    }
+
+    /**
+     * Waits until whoever ended the term has told the listeners and released the lock.
+     *
+     * @return false if an interrupt arrived while waiting (the wait went on regardless)
+     */
+    boolean awaitEnd() {
+      boolean quiet = true;
+      long deadline = System.nanoTime() + config.closeTimeout.toNanos();
+      while (true) {
+        try {
+          if (!endDone.await(deadline - System.nanoTime(), TimeUnit.NANOSECONDS)) {
+            LOG.warn("{} A listener has been in onLost for over {}", context, config.closeTimeout);
+          }
+          return quiet;
+        } catch (InterruptedException e) {
+          quiet = false;
+        }
       }
     }
   }
@@ -883,6 +974,8 @@ public final class LeaderLoop implements AutoCloseable {
     Duration idleSessionTimeout;
     Duration maxBackoff;
     Duration closeTimeout;
+    TakeoverMode takeover;
+    Duration waitTimeout;
     List<LeaderListener> listeners;
     Clock clock;
     LongSupplier ticker;
@@ -924,6 +1017,8 @@ public final class LeaderLoop implements AutoCloseable {
     private Duration roundTripTimeout = AdvisoryLock.DEFAULT_ROUND_TRIP_TIMEOUT;
     private Duration maxBackoff = DEFAULT_MAX_BACKOFF;
     private Duration closeTimeout = DEFAULT_CLOSE_TIMEOUT;
+    private TakeoverMode takeover = DEFAULT_TAKEOVER;
+    private Duration waitTimeout = DEFAULT_WAIT_TIMEOUT;
     private final List<LeaderListener> listeners = new ArrayList<>();
     private Clock clock = Clock.systemUTC();
     private LongSupplier ticker = System::nanoTime;
@@ -1114,6 +1209,36 @@ public final class LeaderLoop implements AutoCloseable {
     }
 
     /**
+     * Sets how a standby waits for the lock. {@link TakeoverMode#WAIT} keeps one connection blocked
+     * in {@code pg_advisory_lock}, so takeover costs about one round trip instead of up to a retry
+     * interval, at the price of one connection per standby. Defaults to {@link TakeoverMode#POLL}.
+     *
+     * @param mode the mode
+     * @return this builder
+     */
+    public Builder takeover(TakeoverMode mode) {
+      this.takeover = Objects.requireNonNull(mode, "takeover");
+      return this;
+    }
+
+    /**
+     * Sets the longest single blocking wait in {@link TakeoverMode#WAIT} ({@code lock_timeout});
+     * the wait is then re-armed, so an interrupt is noticed within this time ({@link
+     * LeaderLoop#close()} aborts the wait at once). Defaults to 5 seconds.
+     *
+     * @param timeout at least 10 ms
+     * @return this builder
+     */
+    public Builder waitTimeout(Duration timeout) {
+      positive("waitTimeout", timeout);
+      if (timeout.toMillis() < 10) {
+        throw new IllegalArgumentException("waitTimeout must be at least 10ms, but was " + timeout);
+      }
+      this.waitTimeout = timeout;
+      return this;
+    }
+
+    /**
      * Adds a listener; listeners are called in the order added.
      *
      * @param listener the listener
@@ -1182,6 +1307,8 @@ public final class LeaderLoop implements AutoCloseable {
       c.idleSessionTimeout = idleSessionTimeout;
       c.maxBackoff = maxBackoff;
       c.closeTimeout = closeTimeout;
+      c.takeover = takeover;
+      c.waitTimeout = waitTimeout;
       c.listeners = List.copyOf(listeners);
       c.clock = clock;
       c.ticker = ticker;

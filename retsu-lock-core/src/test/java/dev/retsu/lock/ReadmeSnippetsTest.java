@@ -9,6 +9,7 @@ import java.nio.file.Path;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import javax.sql.DataSource;
@@ -26,7 +27,10 @@ class ReadmeSnippetsTest {
                 Path.of("../README.md"),
                 "core",
                 Path.of("src/test/java/dev/retsu/lock/ReadmeSnippetsTest.java")))
-        .contains("core/acquire", "core/holder", "core/leader-loop");
+        .contains("core/acquire", "core/holder", "core/leader-loop", "core/wait-mode");
+    assertThat(ReadmeSnippets.unmarkedJavaBlocks(Path.of("../README.md")))
+        .as("java blocks in the README without a snippet marker (and so without a test)")
+        .isZero();
   }
 
   @Test
@@ -100,6 +104,22 @@ class ReadmeSnippetsTest {
     // end-snippet
     done.get(10, java.util.concurrent.TimeUnit.SECONDS);
     assertThat(loop.state()).isEqualTo(LeaderLoop.State.CLOSED);
+  }
+
+  @Test
+  void waitMode(TestDatabase db) {
+    DataSource dataSource = db.dataSource();
+    LockKey key = LockKey.of(4243L);
+    // snippet:core/wait-mode
+    LeaderLoop waiting =
+        LeaderLoop.builder(dataSource, key)
+            .takeover(TakeoverMode.WAIT)
+            .waitTimeout(Duration.ofSeconds(5))
+            .build();
+    // end-snippet
+    waiting.start(ctx -> {});
+    org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20)).until(waiting::isLeader);
+    waiting.close();
   }
 
   @Test

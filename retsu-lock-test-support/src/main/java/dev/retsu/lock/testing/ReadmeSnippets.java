@@ -82,6 +82,27 @@ public final class ReadmeSnippets {
     return List.copyOf(snippets.keySet());
   }
 
+  /**
+   * Returns the number of java code blocks in a README that no snippet marker names, so that a test
+   * can insist every Java example is compiled somewhere.
+   *
+   * @param readme the README file
+   * @return how many java blocks lack a marker
+   */
+  public static int unmarkedJavaBlocks(Path readme) {
+    String text = read(readme);
+    int count = 0;
+    int at = text.indexOf("```java");
+    while (at >= 0) {
+      String before = text.substring(Math.max(0, at - 200), at).stripTrailing();
+      if (!before.matches("(?s).*<!-- snippet:[a-z0-9-]+/[a-z0-9-]+ -->$")) {
+        count++;
+      }
+      at = text.indexOf("```java", at + 1);
+    }
+    return count;
+  }
+
   private static String normalize(String code) {
     return code.replaceAll("\\s+", "");
   }

@@ -1,0 +1,181 @@
+package dev.retsu.lock;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import dev.retsu.lock.testing.FaultProxy;
+import dev.retsu.lock.testing.PostgresExtension;
+import dev.retsu.lock.testing.TestDatabase;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.postgresql.ds.PGSimpleDataSource;
+
+/** {@link TakeoverMode#WAIT}: the standby blocks in pg_advisory_lock and is handed the lock. */
+@ExtendWith(PostgresExtension.class)
+class WaitTakeoverIntegrationTest {
+
+  private static final Duration WITHIN = Duration.ofSeconds(60);
+  private static final AtomicInteger KEYS = new AtomicInteger(11000);
+  private final List<AutoCloseable> closeables = new ArrayList<>();
+
+  @AfterEach
+  void closeAll() throws Exception {
+    for (int i = closeables.size() - 1; i >= 0; i--) {
+      closeables.get(i).close();
+    }
+  }
+
+  private <T extends AutoCloseable> T track(T c) {
+    closeables.add(c);
+    return c;
+  }
+
+  private static LeaderLoop.Builder candidate(javax.sql.DataSource ds, LockKey key, String id) {
+    return LeaderLoop.builder(ds, key)
+        .candidateId(id)
+        .retryInterval(Duration.ofMillis(200))
+        .refreshInterval(Duration.ofMillis(200))
+        .heartbeatInterval(Duration.ofMillis(100));
+  }
+
+  @Test
+  void waitingStandbyHoldsOneSessionAndTakesOverWhenTheLeaderCloses(TestDatabase db)
+      throws Exception {
+    LockKey key = LockKey.of(KEYS.incrementAndGet());
+    LeaderLoop a = track(candidate(db.dataSource(), key, "wait-a").build());
+    a.start(ctx -> {});
+    await().atMost(WITHIN).until(a::isLeader);
+    RecordingListener lb = new RecordingListener();
+    AtomicLong firstRefresh = new AtomicLong();
+    LeaderLoop b =
+        track(
+            candidate(db.dataSource(), key, "wait-b")
+                .takeover(TakeoverMode.WAIT)
+                .waitTimeout(Duration.ofSeconds(30))
+                .listener(lb)
+                .build());
+    b.start(ctx -> firstRefresh.compareAndSet(0, System.nanoTime()));
+    await().atMost(WITHIN).until(() -> db.clientSessions("retsu-lock:wait-b") == 1);
+    assertThat(lb.of("attempt")).isEmpty(); // still inside its first, blocking wait
+
+    long closed = System.nanoTime();
+    a.close();
+
+    await().atMost(WITHIN).until(b::isLeader);
+    await().atMost(WITHIN).until(() -> firstRefresh.get() != 0);
+    record("wait-takeover-after-close-ms", (firstRefresh.get() - closed) / 1e6);
+    assertThat(lb.of("attempt")).hasSize(1);
+    assertThat(lb.of("attempt").get(0).detail()).isEqualTo(AttemptResult.ACQUIRED);
+  }
+
+  @Test
+  void closeAbortsAWaitThatWouldBlockForAnHour(TestDatabase db) throws Exception {
+    LockKey key = LockKey.of(KEYS.incrementAndGet());
+    AdvisoryLockLease held =
+        track(AdvisoryLock.of(db.dataSource(), key).tryAcquire().orElseThrow());
+    LeaderLoop b =
+        candidate(db.dataSource(), key, "wait-c")
+            .takeover(TakeoverMode.WAIT)
+            .waitTimeout(Duration.ofHours(1))
+            .build();
+    CompletableFuture<Void> run = b.start(ctx -> {});
+    await().atMost(WITHIN).until(() -> db.clientSessions("retsu-lock:wait-c") == 1);
+
+    b.close();
+
+    run.get(10, TimeUnit.SECONDS);
+    await().atMost(WITHIN).until(() -> db.clientSessions("retsu-lock:wait-c") == 0);
+    assertThat(held.isHeld()).isTrue();
+  }
+
+  @Test
+  void reArmsTheWaitWithoutLosingItsPlace(TestDatabase db) throws Exception {
+    LockKey key = LockKey.of(KEYS.incrementAndGet());
+    AdvisoryLockLease held = AdvisoryLock.of(db.dataSource(), key).tryAcquire().orElseThrow();
+    RecordingListener l = new RecordingListener();
+    LeaderLoop b =
+        track(
+            candidate(db.dataSource(), key, "wait-d")
+                .takeover(TakeoverMode.WAIT)
+                .waitTimeout(Duration.ofMillis(100))
+                .listener(l)
+                .build());
+    b.start(ctx -> {});
+    await().atMost(WITHIN).until(() -> l.of("attempt").size() >= 5);
+    assertThat(l.of("attempt"))
+        .allSatisfy(e -> assertThat(e.detail()).isEqualTo(AttemptResult.HELD_ELSEWHERE));
+    assertThat(db.clientSessions("retsu-lock:wait-d")).isEqualTo(1); // one session, re-armed
+    held.close();
+    await().atMost(WITHIN).until(b::isLeader);
+  }
+
+  /**
+   * The orphaned waiter: a waiting standby whose network vanished is granted the lock when the
+   * leader leaves. Its client never learns, so nobody leads until PostgreSQL notices the dead
+   * session; the waiter's server-side bounds make that happen, and another candidate takes over.
+   */
+  @Test
+  void blackholedWaiterThatIsGrantedTheLockLosesItAndAnotherCandidateTakesOver(TestDatabase db)
+      throws Exception {
+    LockKey key = LockKey.of(KEYS.incrementAndGet());
+    FaultProxy proxy = track(FaultProxy.inFrontOf(db.jdbcUrl()));
+    LeaderLoop leader = track(candidate(db.dataSource(), key, "orph-leader").build());
+    leader.start(ctx -> {});
+    await().atMost(WITHIN).until(leader::isLeader);
+
+    PGSimpleDataSource viaProxy = db.dataSource();
+    viaProxy.setUrl(proxy.rewrite(db.jdbcUrl()));
+    RecordingListener lw = new RecordingListener();
+    LeaderLoop waiter =
+        track(
+            candidate(viaProxy, key, "orph-waiter")
+                .takeover(TakeoverMode.WAIT)
+                .waitTimeout(Duration.ofSeconds(60))
+                .listener(lw)
+                .build());
+    waiter.start(ctx -> {});
+    await().atMost(WITHIN).until(() -> db.clientSessions("retsu-lock:orph-waiter") == 1);
+    int waiterPid =
+        db.queryInts(
+                "SELECT pid FROM pg_stat_activity WHERE application_name = 'retsu-lock:orph-waiter'")
+            .get(0);
+
+    proxy.blackhole(); // the waiter's host drops off the network
+    long released = System.nanoTime();
+    leader.close(); // PostgreSQL grants the lock to the (orphaned) waiting backend
+
+    await()
+        .atMost(WITHIN)
+        .until(() -> db.advisoryLockHolders().contains(waiterPid)); // the hazard is real
+    LeaderLoop rescuer = track(candidate(db.dataSource(), key, "orph-rescuer").build());
+    AtomicLong rescued = new AtomicLong();
+    rescuer.start(ctx -> rescued.compareAndSet(0, System.nanoTime()));
+
+    await().atMost(WITHIN).until(() -> rescued.get() != 0);
+    assertThat(lw.acquired()).isEmpty(); // the orphan never acted as leader
+    assertThat(db.backendExists(waiterPid)).isFalse();
+    record(
+        "orphaned-waiter-recovery-ms (kernel drops: " + proxy.kernelDrops() + ")",
+        (rescued.get() - released) / 1e6);
+  }
+
+  private static void record(String what, double millis) throws java.io.IOException {
+    Path out = Path.of("target", "failover-measurements.txt");
+    Files.writeString(
+        out,
+        String.format("%s %s %.1f%n", java.time.Instant.now(), what, millis),
+        StandardOpenOption.CREATE,
+        StandardOpenOption.APPEND);
+  }
+}
