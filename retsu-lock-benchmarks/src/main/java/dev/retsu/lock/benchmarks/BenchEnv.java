@@ -152,6 +152,28 @@ final class BenchEnv implements AutoCloseable {
     return connect(DATABASE);
   }
 
+  /**
+   * Returns whether a retsu candidate in WAIT mode is queued for a lock: its waiter session (named
+   * by the library) has an advisory lock request that is not granted. A waiting standby reports its
+   * first attempt only when the wait is re-armed, so readiness is read from the server instead.
+   */
+  boolean waiting(String candidateId) {
+    try (Connection c = connect();
+        java.sql.PreparedStatement ps =
+            c.prepareStatement(
+                "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
+                    + " WHERE l.locktype = 'advisory' AND NOT l.granted"
+                    + " AND a.application_name = ?")) {
+      ps.setString(1, "retsu-lock:" + candidateId);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getInt(1) > 0;
+      }
+    } catch (SQLException e) {
+      return false;
+    }
+  }
+
   /** The INT_LOCK DDL that spring-integration-jdbc ships for PostgreSQL. */
   static String springLockTableDdl() {
     String resource = "org/springframework/integration/jdbc/schema-postgresql.sql";

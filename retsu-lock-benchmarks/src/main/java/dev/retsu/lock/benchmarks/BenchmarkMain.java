@@ -1,5 +1,6 @@
 package dev.retsu.lock.benchmarks;
 
+import dev.retsu.lock.LeaderLoop;
 import dev.retsu.lock.testing.FaultProxy;
 import java.io.IOException;
 import java.io.InputStream;
@@ -141,7 +142,13 @@ public final class BenchmarkMain {
         ScaleBenchmark scale = new ScaleBenchmark(env, profile.scaleWindow());
         for (Duration retry : profile.oneKeyRetries()) {
           Progress.log("scale: %d loops on one key, retry %s", profile.oneKeyCandidates(), retry);
-          report.scale(scale.oneKey(profile.oneKeyCandidates(), retry));
+          report.scale(scale.oneKey(profile.oneKeyCandidates(), retry, "poll"));
+          report.write(out);
+        }
+        if (RetsuTakeover.waitAvailable()) {
+          Progress.log("scale: %d loops on one key, WAIT", profile.oneKeyCandidates());
+          report.scale(
+              scale.oneKey(profile.oneKeyCandidates(), LeaderLoop.DEFAULT_RETRY_INTERVAL, "wait"));
           report.write(out);
         }
         Progress.log("scale: keys %s", Arrays.toString(profile.keySteps()));

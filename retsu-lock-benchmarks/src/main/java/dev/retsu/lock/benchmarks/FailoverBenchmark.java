@@ -77,6 +77,7 @@ final class FailoverBenchmark {
    * @param rep repetition, from 1
    * @param outcome how it ended
    * @param gapMicros fault to the first refresh of the new term (MOVED only), else -1
+   * @param acquireMicros fault to the start of the new term (MOVED only), else -1
    * @param overlapMicros how long the old leader still claimed its term after the new term began
    * @param note what happened, for the log
    */
@@ -86,6 +87,7 @@ final class FailoverBenchmark {
       int rep,
       Outcome outcome,
       long gapMicros,
+      long acquireMicros,
       long overlapMicros,
       String note) {}
 
@@ -148,7 +150,7 @@ final class FailoverBenchmark {
       live.add(launch(config, key));
     }
     Duration setup = config.window().plus(Duration.ofSeconds(60));
-    if (!await(setup, () -> live.stream().allMatch(ChildCandidate::ready) && leaders(live) == 1)) {
+    if (!await(setup, () -> live.stream().allMatch(c -> ready(env, c)) && leaders(live) == 1, 50)) {
       throw new IllegalStateException(
           config.name()
               + " "
@@ -169,15 +171,28 @@ final class FailoverBenchmark {
     long fault = CandidateMain.nowMicros();
     inject(scenario, leader);
 
-    BooleanSupplier newTerm = () -> newTermAfter(live, fault).isPresent();
-    await(config.window(), newTerm);
+    long keptAfter =
+        fault
+            + (config.template().ttl() == null
+                        ? config.window()
+                        : config.template().ttl().plus(config.template().retry().multipliedBy(2)))
+                    .plusSeconds(1)
+                    .toNanos()
+                / 1000;
+    BooleanSupplier settled =
+        () ->
+            newTermAfter(live, fault).isPresent()
+                || (scenario == Scenario.TERMINATE && kept(config, leader, fault, keptAfter));
+    await(config.window(), settled);
     Optional<Found> found = newTermAfter(live, fault);
     Outcome outcome;
     long gap = -1;
+    long acquire = -1;
     String note;
     if (found.isPresent()) {
       outcome = Outcome.MOVED;
       gap = found.get().span.firstRefresh() - fault;
+      acquire = found.get().span.start() - fault;
       note = "new term on " + found.get().child.id;
       // give the old leader a moment to report its own end, then stop it if it is partitioned
       await(Duration.ofSeconds(2), () -> !openTerm(leader));
@@ -202,7 +217,24 @@ final class FailoverBenchmark {
       overlap = Math.max(0, Math.min(oldEnd, CandidateMain.nowMicros()) - found.get().span.start());
     }
     live.removeIf(c -> !c.alive() && closeQuietly(c));
-    return new Sample(config.name(), scenario, rep, outcome, gap, overlap, note);
+    return new Sample(config.name(), scenario, rep, outcome, gap, acquire, overlap, note);
+  }
+
+  /**
+   * Whether the old leader demonstrably kept its lock after its session was terminated: ShedLock
+   * printed a refresh after the fault (each one is a successful extension in the database), or the
+   * peer still leads a TTL plus two retry intervals later with nobody else leading.
+   */
+  private static boolean kept(Config config, ChildCandidate leader, long fault, long keptAfter) {
+    if (config.template().impl() == CandidateSpec.Impl.RETSU || !leader.leading()) {
+      return false;
+    }
+    if (config.template().impl() == CandidateSpec.Impl.SHEDLOCK
+        && leader.events().stream()
+            .anyMatch(e -> e.type().equals("REFRESH") && e.micros() > fault)) {
+      return true;
+    }
+    return CandidateMain.nowMicros() > keptAfter;
   }
 
   private static boolean openTerm(ChildCandidate c) {
@@ -229,6 +261,14 @@ final class FailoverBenchmark {
       }
     }
     return Optional.ofNullable(best);
+  }
+
+  /** Whether a child contends: it reported an attempt, leads, or (WAIT) is queued on the server. */
+  static boolean ready(BenchEnv env, ChildCandidate c) {
+    if (c.ready() || c.leading()) {
+      return true;
+    }
+    return c.spec.mode().equals("wait") && env.waiting(c.id);
   }
 
   private static long leaders(List<ChildCandidate> live) {
@@ -282,13 +322,19 @@ final class FailoverBenchmark {
     return true;
   }
 
+  /** Polls every 5 ms: for conditions on the children's events, which cost nothing to read. */
   static boolean await(Duration max, BooleanSupplier condition) throws InterruptedException {
+    return await(max, condition, 5);
+  }
+
+  static boolean await(Duration max, BooleanSupplier condition, long pollMillis)
+      throws InterruptedException {
     long deadline = System.nanoTime() + max.toNanos();
     while (!condition.getAsBoolean()) {
       if (System.nanoTime() - deadline >= 0) {
         return false;
       }
-      Thread.sleep(5);
+      Thread.sleep(pollMillis);
     }
     return true;
   }

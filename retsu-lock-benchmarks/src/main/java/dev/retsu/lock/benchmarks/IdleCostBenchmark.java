@@ -75,7 +75,8 @@ final class IdleCostBenchmark {
       }
       children.add(launch(config, ROLES[1], key));
       children.add(launch(config, ROLES[2], key));
-      FailoverBenchmark.await(setup, () -> children.stream().allMatch(ChildCandidate::ready));
+      FailoverBenchmark.await(
+          setup, () -> children.stream().allMatch(c -> FailoverBenchmark.ready(env, c)), 50);
       Thread.sleep(Math.min(3000, config.template().retry().toMillis()));
       Map<String, Double> connSum = new HashMap<>();
       int samples = 0;

@@ -37,7 +37,7 @@ record Profile(
     return new Profile(
         "full",
         20,
-        5,
+        3,
         Duration.ofSeconds(60),
         Duration.ofSeconds(20),
         1000,
@@ -55,7 +55,7 @@ record Profile(
         0,
         Duration.ofSeconds(2),
         Duration.ofSeconds(2),
-        50,
+        20,
         List.of(Duration.ofSeconds(1)),
         new int[] {20},
         1,
@@ -91,7 +91,7 @@ record Profile(
                   1,
                   Duration.ofSeconds(4)),
               reps,
-              Duration.ofSeconds(8)));
+              Duration.ofSeconds(6)));
       if (RetsuTakeover.waitAvailable()) {
         c.add(
             new FailoverBenchmark.Config(
@@ -115,7 +115,7 @@ record Profile(
                     1,
                     Duration.ofSeconds(4)),
                 reps,
-                Duration.ofSeconds(8)));
+                Duration.ofSeconds(6)));
       }
       c.add(
           peer(
@@ -127,7 +127,7 @@ record Profile(
               null,
               reps,
               "task every 0.5 s, lockAtMostFor 2 s",
-              Duration.ofSeconds(8)));
+              Duration.ofSeconds(6)));
       c.add(
           peer(
               "spring",
@@ -138,7 +138,7 @@ record Profile(
               r,
               reps,
               "heartBeat 0.5 s, TTL 2 s",
-              Duration.ofSeconds(8)));
+              Duration.ofSeconds(6)));
       return c;
     }
     Duration one = Duration.ofSeconds(1);

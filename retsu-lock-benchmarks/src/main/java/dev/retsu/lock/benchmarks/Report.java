@@ -90,12 +90,13 @@ final class Report {
       csv.append(
           String.format(
               Locale.ROOT,
-              "%s,%s,%d,%s,%.3f,%.3f,%s%n",
+              "%s,%s,%d,%s,%.3f,%.3f,%.3f,%s%n",
               s.config(),
               s.scenario(),
               s.rep(),
               s.outcome(),
               s.gapMicros() / 1e3,
+              s.acquireMicros() / 1e3,
               s.overlapMicros() / 1e3,
               s.note().replace(',', ';')));
     }
@@ -164,8 +165,10 @@ final class Report {
       md.append("\n## Failover: fault to the first refresh of the new leader (ms)\n");
       for (FailoverBenchmark.Scenario sc : FailoverBenchmark.Scenario.values()) {
         md.append("\n### ").append(sc.title).append("\n\n");
-        md.append("| config | n | moved / kept / timeout | min | median | p95 | max | overlap |\n");
-        md.append("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+        md.append(
+            "| config | n | moved / kept / timeout | min | median | p95 | max | median to term"
+                + " start | overlap |\n");
+        md.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
         for (Map.Entry<String, List<FailoverBenchmark.Sample>> e : failover.entrySet()) {
           List<FailoverBenchmark.Sample> s =
               e.getValue().stream().filter(x -> x.scenario() == sc).toList();

@@ -1,6 +1,7 @@
 package dev.retsu.lock.benchmarks;
 
 import dev.retsu.lock.LeaderLoop;
+import dev.retsu.lock.TakeoverMode;
 
 /** Applies a takeover mode ("poll" or "wait") to a retsu-lock loop builder. */
 final class RetsuTakeover {
@@ -9,17 +10,13 @@ final class RetsuTakeover {
 
   /** Returns whether this build of retsu-lock offers the WAIT takeover mode. */
   static boolean waitAvailable() {
-    return false;
+    return true;
   }
 
   static void apply(LeaderLoop.Builder builder, String mode) {
     switch (mode) {
-      case "poll" -> {
-        // the default
-      }
-      case "wait" ->
-          throw new IllegalArgumentException(
-              "this build of retsu-lock has no WAIT takeover mode yet, but mode was wait");
+      case "poll" -> builder.takeover(TakeoverMode.POLL);
+      case "wait" -> builder.takeover(TakeoverMode.WAIT);
       default -> throw new IllegalArgumentException("mode must be poll or wait, but was " + mode);
     }
   }

@@ -22,6 +22,7 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import javax.sql.DataSource;
 import org.postgresql.ds.PGSimpleDataSource;
 
 /**
@@ -63,8 +64,12 @@ final class ScaleBenchmark {
     this.window = window;
   }
 
-  /** (a) n real leader loops on one key, default settings except the retry interval. */
-  Result oneKey(int n, Duration retry) throws Exception {
+  /**
+   * (a) n real leader loops on one key, default settings except the retry interval. POLL loops
+   * share one HikariCP pool for their attempts; WAIT loops each keep their own waiting session, so
+   * they get a non-pooling data source.
+   */
+  Result oneKey(int n, Duration retry, String mode) throws Exception {
     HikariConfig hc = new HikariConfig();
     hc.setJdbcUrl(env.jdbcUrl());
     hc.setUsername(env.user());
@@ -75,10 +80,18 @@ final class ScaleBenchmark {
     AtomicInteger leaders = new AtomicInteger();
     List<LeaderLoop> loops = new ArrayList<>();
     LockKey key = LockKey.of(ThreadLocalRandom.current().nextLong(1L << 40, 1L << 41));
-    try (HikariDataSource ds = new HikariDataSource(hc)) {
+    boolean wait = mode.equals("wait");
+    PGSimpleDataSource direct = new PGSimpleDataSource();
+    direct.setUrl(env.jdbcUrl());
+    direct.setUser(env.user());
+    if (!env.password().isEmpty()) {
+      direct.setPassword(env.password());
+    }
+    try (HikariDataSource pooled = new HikariDataSource(hc)) {
+      DataSource ds = wait ? direct : pooled;
       long t0 = System.nanoTime();
       for (int i = 0; i < n; i++) {
-        LeaderLoop loop =
+        LeaderLoop.Builder builder =
             LeaderLoop.builder(ds, key)
                 .candidateId("scale-" + i)
                 .retryInterval(retry)
@@ -88,19 +101,27 @@ final class ScaleBenchmark {
                       public void onAcquired(Term term) {
                         leaders.incrementAndGet();
                       }
-                    })
-                .build();
+                    });
+        RetsuTakeover.apply(builder, mode);
+        LeaderLoop loop = builder.build();
         loops.add(loop);
         loop.start(ctx -> {});
       }
-      FailoverBenchmark.await(Duration.ofSeconds(60), () -> leaders.get() >= 1);
+      FailoverBenchmark.await(Duration.ofSeconds(60), () -> leaders.get() >= 1, 10);
       long settle = (System.nanoTime() - t0) / 1_000_000;
       // let the first round of attempts (all at start) pass before measuring the steady state
       Thread.sleep(Math.min(retry.toMillis() + 1000, 16_000));
       Measured m = measure();
-      String note = leaders.get() == 1 ? "" : leaders.get() + " terms during the run";
+      String terms = leaders.get() == 1 ? "" : leaders.get() + " terms during the run; ";
+      Duration slowestClose = closeAll(loops);
+      loops.clear();
+      String note = terms + "slowest close() " + slowestClose.toMillis() + " ms";
       return new Result(
-          n + " loops on one key, retry " + retry.toSeconds() + " s (POLL), one shared pool of 16",
+          n
+              + " loops on one key, "
+              + (wait
+                  ? "WAIT (one waiting session per standby)"
+                  : "POLL, retry " + retry.toSeconds() + " s, attempts through one pool of 16"),
           n,
           1,
           m.statementsPerSecond,
@@ -109,8 +130,35 @@ final class ScaleBenchmark {
           settle,
           note);
     } finally {
-      loops.parallelStream().forEach(LeaderLoop::close);
+      closeAll(loops);
     }
+  }
+
+  /** Closes loops concurrently (a WAIT standby may take a moment); returns the slowest close. */
+  static Duration closeAll(List<LeaderLoop> loops) throws InterruptedException {
+    AtomicLong slowest = new AtomicLong();
+    List<Thread> closers = new ArrayList<>();
+    int per = Math.max(1, loops.size() / 200);
+    for (int i = 0; i < loops.size(); i += per) {
+      List<LeaderLoop> part = loops.subList(i, Math.min(loops.size(), i + per));
+      Thread t =
+          new Thread(
+              () -> {
+                for (LeaderLoop l : part) {
+                  long t0 = System.nanoTime();
+                  l.close();
+                  slowest.accumulateAndGet(System.nanoTime() - t0, Math::max);
+                }
+              },
+              "bench-scale-close");
+      t.setDaemon(true);
+      t.start();
+      closers.add(t);
+    }
+    for (Thread t : closers) {
+      t.join(60_000);
+    }
+    return Duration.ofNanos(slowest.get());
   }
 
   /** One key's two candidates, driven at the loop's default cadence. */
@@ -178,7 +226,7 @@ final class ScaleBenchmark {
         reached = target;
         boolean settled =
             FailoverBenchmark.await(
-                Duration.ofSeconds(180), () -> keys.stream().allMatch(d -> d.refreshed));
+                Duration.ofSeconds(180), () -> keys.stream().allMatch(d -> d.refreshed), 20);
         long settle = (System.nanoTime() - t0) / 1_000_000;
         if (!settled) {
           results.add(
@@ -239,7 +287,7 @@ final class ScaleBenchmark {
       }
       boolean settled =
           FailoverBenchmark.await(
-              Duration.ofSeconds(300), () -> keys.stream().allMatch(d -> d.refreshed));
+              Duration.ofSeconds(300), () -> keys.stream().allMatch(d -> d.refreshed), 20);
       long settle = (System.nanoTime() - t0) / 1_000_000;
       results.add(
           new Result(

@@ -24,7 +24,7 @@ class BenchmarkSmokeIntegrationTest {
     assertThat(results).exists();
     String md = Files.readString(results);
     List<String> csv = Files.readAllLines(out.resolve("failover.csv"));
-    List<String> configs = List.of("retsu-poll", "shedlock", "spring");
+    List<String> configs = List.of("retsu-poll", "retsu-wait", "shedlock", "spring");
     for (String config : configs) {
       for (FailoverBenchmark.Scenario scenario : FailoverBenchmark.Scenario.values()) {
         assertThat(csv)
@@ -38,7 +38,7 @@ class BenchmarkSmokeIntegrationTest {
     }
     assertThat(csv.stream().filter(l -> l.startsWith("retsu")))
         .as("retsu never overlaps")
-        .allSatisfy(l -> assertThat(l.split(",")[5]).isEqualTo("0.000"));
+        .allSatisfy(l -> assertThat(l.split(",")[6]).isEqualTo("0.000"));
     assertThat(md)
         .contains(
             "## Failover", "## Idle cost", "## Scale at rest", "## JMH", "Ratios retsu / peer");
