@@ -317,7 +317,19 @@ public final class CandidateMain {
             new Thread(
                 () -> {
                   ticker.shutdownNow();
+                  boolean leading = granted.get();
                   initiator.stop();
+                  // stop() only interrupts the selector thread, which then deletes the lock row
+                  // and calls onRevoked; keep the pool open until it has done so
+                  long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+                  while (leading && granted.get() && System.nanoTime() - deadline < 0) {
+                    try {
+                      Thread.sleep(5);
+                    } catch (InterruptedException e) {
+                      Thread.currentThread().interrupt();
+                      break;
+                    }
+                  }
                   if (granted.getAndSet(false)) {
                     emit("LOST", "CLOSED");
                   }
