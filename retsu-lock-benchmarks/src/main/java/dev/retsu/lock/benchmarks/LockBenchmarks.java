@@ -57,22 +57,27 @@ public class LockBenchmarks {
     }
   }
 
-  /** A fresh lease before each call, for timing close() alone. */
+  /**
+   * A fresh lease before each call, for timing close() alone. Each call uses a new key: close()
+   * returns once the session is ended on the client side, and the server may release the lock a
+   * moment later, so the same key could still be held by the previous call's backend.
+   */
   @State(Scope.Thread)
   public static class Fresh {
-    AdvisoryLock lock;
+    PGSimpleDataSource dataSource;
+    long next = 434_343L;
     AdvisoryLockLease lease;
 
-    /** Prepares the lock. */
+    /** Prepares the data source. */
     @Setup(Level.Trial)
     public void setUp() {
-      lock = AdvisoryLock.of(direct(), LockKey.of(434_343L));
+      dataSource = direct();
     }
 
-    /** Takes the key on a new session before each call. */
+    /** Takes a new key on a new session before each call. */
     @Setup(Level.Invocation)
     public void acquire() {
-      lease = lock.tryAcquire().orElseThrow();
+      lease = AdvisoryLock.of(dataSource, LockKey.of(next++)).tryAcquire().orElseThrow();
     }
 
     /** Closes a lease the benchmark left open. */
