@@ -195,18 +195,30 @@ final class ScaleBenchmark {
     long base = ThreadLocalRandom.current().nextLong(1L << 42, 1L << 43);
     try {
       int reached = 0;
+      long memoryAtStart = ServerProbe.memAvailable();
       for (int target : steps) {
-        if (ServerProbe.memAvailable() < minFreeBytes) {
+        // each held key is one server session (about 2 MB): project the next step from the last
+        long available = ServerProbe.memAvailable();
+        long perKey = reached == 0 ? 0 : Math.max(0, (memoryAtStart - available) / reached);
+        long projected = available - perKey * (target - reached);
+        if (available < minFreeBytes || projected < minFreeBytes) {
           results.add(
               new Result(
-                  "ramp stopped",
+                  "ramp stopped before " + target + " keys",
                   2 * reached,
                   reached,
                   -1,
                   -1,
                   -1,
                   -1,
-                  "less than " + (minFreeBytes >> 30) + " GiB of memory available"));
+                  String.format(
+                      java.util.Locale.ROOT,
+                      "%d MiB available, about %d KiB per key: %d keys would leave less than %d"
+                          + " GiB",
+                      available >> 20,
+                      perKey >> 10,
+                      target,
+                      minFreeBytes >> 30)));
           break;
         }
         long t0 = System.nanoTime();
