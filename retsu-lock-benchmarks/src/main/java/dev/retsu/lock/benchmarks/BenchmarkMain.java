@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.EnumSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Properties;
 import java.util.Set;
 import org.openjdk.jmh.results.RunResult;
@@ -25,7 +26,8 @@ import org.openjdk.jmh.runner.options.TimeValue;
  *
  * <pre>
  * java -jar retsu-lock-benchmarks.jar [all|failover|idle|scale|jmh|smoke] [--out DIR]
- *     [--reps N] [--default-reps N] [--only NAME,NAME] [--scale-keys N,N]
+ *     [--reps N] [--default-reps N] [--only NAME,NAME] [--scenarios close,kill,terminate,partition]
+ *     [--scale-keys N,N]
  * </pre>
  *
  * <p>{@code all} is the full run of docs/BENCHMARKS.md; {@code smoke} is the CI-sized run of every
@@ -83,6 +85,8 @@ public final class BenchmarkMain {
         };
     Path out = defaultOut();
     List<String> only = List.of();
+    List<FailoverBenchmark.Scenario> scenarios =
+        new ArrayList<>(List.of(FailoverBenchmark.Scenario.values()));
     for (int i = args.length > 0 && !args[0].startsWith("--") ? 1 : 0; i < args.length; i += 2) {
       if (i + 1 >= args.length) {
         throw new IllegalArgumentException(args[i] + " needs a value");
@@ -93,7 +97,14 @@ public final class BenchmarkMain {
         case "--reps" -> profile = withReps(profile, Integer.parseInt(v), profile.defaultReps());
         case "--default-reps" -> profile = withReps(profile, profile.reps(), Integer.parseInt(v));
         case "--only" -> only = Arrays.asList(v.split(","));
+        case "--scenarios" -> {
+          scenarios.clear();
+          for (String name : v.split(",")) {
+            scenarios.add(FailoverBenchmark.Scenario.valueOf(name.toUpperCase(Locale.ROOT)));
+          }
+        }
         case "--scale-keys" -> profile = withKeys(profile, v);
+        case "--one-key-candidates" -> profile = withOneKey(profile, Integer.parseInt(v));
         default -> throw new IllegalArgumentException("unknown option " + args[i]);
       }
     }
@@ -123,8 +134,7 @@ public final class BenchmarkMain {
       }
       report.configs(configs);
       if (parts.contains(Part.FAILOVER)) {
-        FailoverBenchmark failover =
-            new FailoverBenchmark(env, List.of(FailoverBenchmark.Scenario.values()));
+        FailoverBenchmark failover = new FailoverBenchmark(env, List.copyOf(scenarios));
         for (FailoverBenchmark.Config c : configs) {
           report.failover(c, failover.run(c));
           report.write(out);
@@ -140,12 +150,13 @@ public final class BenchmarkMain {
       }
       if (parts.contains(Part.SCALE)) {
         ScaleBenchmark scale = new ScaleBenchmark(env, profile.scaleWindow());
-        for (Duration retry : profile.oneKeyRetries()) {
+        for (Duration retry :
+            profile.oneKeyCandidates() > 0 ? profile.oneKeyRetries() : List.<Duration>of()) {
           Progress.log("scale: %d loops on one key, retry %s", profile.oneKeyCandidates(), retry);
           report.scale(scale.oneKey(profile.oneKeyCandidates(), retry, "poll"));
           report.write(out);
         }
-        if (RetsuTakeover.waitAvailable()) {
+        if (RetsuTakeover.waitAvailable() && profile.oneKeyCandidates() > 0) {
           Progress.log("scale: %d loops on one key, WAIT", profile.oneKeyCandidates());
           report.scale(
               scale.oneKey(profile.oneKeyCandidates(), LeaderLoop.DEFAULT_RETRY_INTERVAL, "wait"));
@@ -212,6 +223,21 @@ public final class BenchmarkMain {
         p.idleWindow(),
         p.scaleWindow(),
         p.oneKeyCandidates(),
+        p.oneKeyRetries(),
+        p.keySteps(),
+        p.jmh(),
+        p.jmhIterationMillis(),
+        p.smoke());
+  }
+
+  private static Profile withOneKey(Profile p, int candidates) {
+    return new Profile(
+        p.name(),
+        p.reps(),
+        p.defaultReps(),
+        p.idleWindow(),
+        p.scaleWindow(),
+        candidates,
         p.oneKeyRetries(),
         p.keySteps(),
         p.jmh(),

@@ -85,7 +85,8 @@ final class Report {
 
   void write(Path out) throws IOException {
     Files.writeString(out.resolve("results.md"), markdown());
-    StringBuilder csv = new StringBuilder("config,scenario,rep,outcome,gap_ms,overlap_ms,note\n");
+    StringBuilder csv =
+        new StringBuilder("config,scenario,rep,outcome,gap_ms,acquire_ms,overlap_ms,note\n");
     for (FailoverBenchmark.Sample s : samples()) {
       csv.append(
           String.format(
@@ -182,10 +183,16 @@ final class Report {
           long overlaps = s.stream().filter(x -> x.overlapMicros() > 0).count();
           long worst =
               s.stream().mapToLong(FailoverBenchmark.Sample::overlapMicros).max().orElse(0);
+          Stats acquired =
+              Stats.of(
+                  s.stream()
+                      .filter(x -> x.outcome() == FailoverBenchmark.Outcome.MOVED)
+                      .map(FailoverBenchmark.Sample::acquireMicros)
+                      .toList());
           md.append(
               String.format(
                   Locale.ROOT,
-                  "| %s | %d | %d / %d / %d | %s | %s | %s | %s | %s |%n",
+                  "| %s | %d | %d / %d / %d | %s | %s | %s | %s | %s | %s |%n",
                   e.getKey(),
                   s.size(),
                   moved,
@@ -195,6 +202,7 @@ final class Report {
                   Stats.ms(st.median()),
                   Stats.ms(st.p95()),
                   Stats.ms(st.max()),
+                  Stats.ms(acquired.median()),
                   overlaps == 0 ? "none" : overlaps + "x, up to " + Stats.ms(worst) + " ms"));
         }
       }
