@@ -21,6 +21,8 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.Executor;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.regex.Pattern;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
@@ -176,45 +178,41 @@ public final class AdvisoryLock {
    *     the cause), or the thread was interrupted; the session is ended in every such case
    */
   public Optional<AdvisoryLockLease> tryAcquire() {
-    Connection conn;
-    try {
-      conn = dataSource.getConnection();
-    } catch (SQLException e) {
-      throw new AdvisoryLockException(
-          "Cannot connect to the database (SQLState " + e.getSQLState() + ")", key, candidateId, e);
-    }
+    Connection conn = borrow();
     boolean settled = false;
     try {
       int previousTimeout = conn.getNetworkTimeout();
-      conn.setNetworkTimeout(DIRECT, timeoutMillis());
-      if (!conn.getAutoCommit()) {
-        // A session lock does not care, but an open transaction would idle in it for the term.
-        conn.setAutoCommit(true);
-      }
+      prepare(conn);
       int pid;
       boolean inRecovery;
+      boolean alreadyHeld;
       boolean locked;
+      // The inner select (kept apart by OFFSET 0) runs first: a standby, or a session that holds
+      // the key before we took it, never reaches pg_try_advisory_lock.
       try (PreparedStatement ps =
           conn.prepareStatement(
-              "SELECT pg_backend_pid(), pg_is_in_recovery(), CASE WHEN pg_is_in_recovery()"
-                  + " THEN false ELSE pg_try_advisory_lock("
+              "SELECT pid, in_recovery, already, CASE WHEN in_recovery OR already THEN false"
+                  + " ELSE pg_try_advisory_lock("
                   + key.sqlArguments()
-                  + ") END")) {
-        key.bindArguments(ps, 1);
+                  + ") END FROM (SELECT pg_backend_pid() AS pid, pg_is_in_recovery() AS"
+                  + " in_recovery, "
+                  + heldByThisBackendSql()
+                  + " AS already OFFSET 0) s")) {
+        int next = key.bindArguments(ps, 1);
+        key.bindLocks(ps, next);
         try (ResultSet rs = ps.executeQuery()) {
           rs.next();
           pid = rs.getInt(1);
           inRecovery = rs.getBoolean(2);
-          locked = rs.getBoolean(3);
+          alreadyHeld = rs.getBoolean(3);
+          locked = rs.getBoolean(4);
         }
       }
       if (inRecovery) {
-        throw new UnsafeSessionException(
-            LossReason.STANDBY_DETECTED,
-            "The server is a hot standby (pg_is_in_recovery() = true): advisory locks there do not"
-                + " exclude holders on the primary. Connect to the primary.",
-            key,
-            candidateId);
+        throw standbyRefused();
+      }
+      if (alreadyHeld) {
+        throw sharedBackendRefused(pid);
       }
       if (!locked) {
         conn.setNetworkTimeout(DIRECT, previousTimeout);
@@ -249,6 +247,59 @@ public final class AdvisoryLock {
     }
   }
 
+  private Connection borrow() {
+    try {
+      return dataSource.getConnection();
+    } catch (SQLException e) {
+      throw new AdvisoryLockException(
+          "Cannot connect to the database (SQLState " + e.getSQLState() + ")", key, candidateId, e);
+    }
+  }
+
+  /** Bounds our own round trips and leaves autocommit on. */
+  private void prepare(Connection conn) throws SQLException {
+    conn.setNetworkTimeout(DIRECT, timeoutMillis());
+    if (!conn.getAutoCommit()) {
+      // A session lock does not care, but an open transaction would idle in it for the term.
+      conn.setAutoCommit(true);
+    }
+  }
+
+  /** Whether this backend already holds the key; binds with {@link LockKey#bindLocks}. */
+  private String heldByThisBackendSql() {
+    return "EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND"
+        + " l.pid = pg_backend_pid() AND l.database = (SELECT oid FROM pg_database WHERE datname"
+        + " = current_database()) AND "
+        + key.pgLocksPredicate("l")
+        + ")";
+  }
+
+  /**
+   * A session we just borrowed holds the key already: advisory locks are re-entrant, so taking it
+   * would succeed and make a second leader. Only a backend shared between clients (a
+   * transaction-mode pooler) gets here; we neither lock nor unlock (the lock is someone else's).
+   */
+  private UnsafeSessionException sharedBackendRefused(int pid) {
+    return new UnsafeSessionException(
+        LossReason.POOLER_DETECTED,
+        "Backend "
+            + pid
+            + " already holds this lock before we took it: it is shared between clients, as"
+            + " behind a transaction-mode pooler such as PgBouncer, so a session lock cannot give"
+            + " mutual exclusion. Connect directly or in session mode.",
+        key,
+        candidateId);
+  }
+
+  private UnsafeSessionException standbyRefused() {
+    return new UnsafeSessionException(
+        LossReason.STANDBY_DETECTED,
+        "The server is a hot standby (pg_is_in_recovery() = true): advisory locks there do not"
+            + " exclude holders on the primary. Connect to the primary.",
+        key,
+        candidateId);
+  }
+
   /** Names the session and applies the session settings; detects a backend that moved. */
   private List<String> configureSession(Connection conn, int pid) throws SQLException {
     List<String> names = new ArrayList<>(sessionSettings.keySet());
@@ -269,7 +320,9 @@ public final class AdvisoryLock {
         rs.next();
         int second = rs.getInt(1);
         if (second != pid) {
-          unlockBestEffort(conn);
+          // No unlock attempt: through the pooler it would reach an arbitrary backend, possibly
+          // one holding this key for another client. The lock stays with backend `pid` until the
+          // pooler closes that server connection.
           throw new UnsafeSessionException(
               LossReason.POOLER_DETECTED,
               "The backend changed between two statements (pid "
@@ -291,19 +344,6 @@ public final class AdvisoryLock {
         }
         return Collections.unmodifiableList(applied);
       }
-    }
-  }
-
-  private void unlockBestEffort(Connection conn) {
-    try (PreparedStatement ps =
-        conn.prepareStatement("SELECT pg_advisory_unlock(" + key.sqlArguments() + ")")) {
-      key.bindArguments(ps, 1);
-      ps.execute();
-    } catch (SQLException e) {
-      LOG.warn(
-          "{} Cannot unlock through the pooler; the lock may stay with a pooled backend: {}",
-          context,
-          e.toString());
     }
   }
 
@@ -332,36 +372,28 @@ public final class AdvisoryLock {
       throw new IllegalArgumentException(
           "waitTimeout must be at least 10ms, but was " + waitTimeout);
     }
-    Connection conn;
-    try {
-      conn = dataSource.getConnection();
-    } catch (SQLException e) {
-      throw new AdvisoryLockException(
-          "Cannot connect to the database (SQLState " + e.getSQLState() + ")", key, candidateId, e);
-    }
+    Connection conn = borrow();
     boolean ok = false;
     try {
-      conn.setNetworkTimeout(DIRECT, timeoutMillis());
-      if (!conn.getAutoCommit()) {
-        conn.setAutoCommit(true);
-      }
+      prepare(conn);
       int pid;
       String originalLockTimeout;
       try (PreparedStatement ps =
-              conn.prepareStatement(
-                  "SELECT pg_backend_pid(), pg_is_in_recovery(), current_setting('lock_timeout')");
-          ResultSet rs = ps.executeQuery()) {
-        rs.next();
-        pid = rs.getInt(1);
-        if (rs.getBoolean(2)) {
-          throw new UnsafeSessionException(
-              LossReason.STANDBY_DETECTED,
-              "The server is a hot standby (pg_is_in_recovery() = true): advisory locks there do"
-                  + " not exclude holders on the primary. Connect to the primary.",
-              key,
-              candidateId);
+          conn.prepareStatement(
+              "SELECT pg_backend_pid(), pg_is_in_recovery(), current_setting('lock_timeout'), "
+                  + heldByThisBackendSql())) {
+        key.bindLocks(ps, 1);
+        try (ResultSet rs = ps.executeQuery()) {
+          rs.next();
+          pid = rs.getInt(1);
+          if (rs.getBoolean(2)) {
+            throw standbyRefused();
+          }
+          if (rs.getBoolean(4)) {
+            throw sharedBackendRefused(pid);
+          }
+          originalLockTimeout = rs.getString(3);
         }
-        originalLockTimeout = rs.getString(3);
       }
       List<String> applied = configureSession(conn, pid);
       try (PreparedStatement ps =
@@ -397,10 +429,8 @@ public final class AdvisoryLock {
     private final String originalLockTimeout;
     private final List<String> applied;
     private final Duration waitTimeout;
-    private final java.util.concurrent.locks.ReentrantLock io =
-        new java.util.concurrent.locks.ReentrantLock();
-    private final java.util.concurrent.atomic.AtomicBoolean open =
-        new java.util.concurrent.atomic.AtomicBoolean(true);
+    private final ReentrantLock io = new ReentrantLock();
+    private final AtomicBoolean open = new AtomicBoolean(true);
     private final String sql;
 
     private Waiter(
@@ -511,14 +541,7 @@ public final class AdvisoryLock {
       if (!open.compareAndSet(true, false)) {
         return;
       }
-      boolean idle = io.tryLock();
-      try {
-        SessionTerminator.endSession(dataSource, conn, !idle, context);
-      } finally {
-        if (idle) {
-          io.unlock();
-        }
-      }
+      SessionTerminator.endSession(dataSource, conn, io, context);
     }
   }
 

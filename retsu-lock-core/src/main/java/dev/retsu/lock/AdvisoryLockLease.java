@@ -273,15 +273,8 @@ public final class AdvisoryLockLease implements AutoCloseable {
     if (!open.compareAndSet(true, false)) {
       return;
     }
-    boolean idle = io.tryLock();
-    try {
-      SessionTerminator.endSession(lock.dataSource(), session, !idle, lock.context());
-      LOG.debug("{} Lease closed; session of backend pid {} ended", lock.context(), backendPid);
-    } finally {
-      if (idle) {
-        io.unlock();
-      }
-    }
+    SessionTerminator.endSession(lock.dataSource(), session, io, lock.context());
+    LOG.debug("{} Lease closed; session of backend pid {} ended", lock.context(), backendPid);
   }
 
   @Override

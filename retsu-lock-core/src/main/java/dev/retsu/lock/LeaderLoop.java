@@ -329,9 +329,12 @@ public final class LeaderLoop implements AutoCloseable {
       } catch (AdvisoryLockException e) {
         waiter = null;
         notifyAttempt(AttemptResult.ERROR, started, e);
-        if (closed() || e.getCause() instanceof InterruptedException) {
-          Thread.currentThread().interrupt();
+        if (e.getCause() instanceof InterruptedException) {
+          Thread.currentThread().interrupt(); // keep the caller's stop request visible
           return;
+        }
+        if (closed()) {
+          return; // e.g. close() aborted a waiting session
         }
         if (!contacted) {
           LOG.error("{} First attempt failed; giving up: {}", context, e.getMessage());
@@ -873,9 +876,12 @@ public final class LeaderLoop implements AutoCloseable {
       LOG.debug("{} Heartbeat ok for term {}", context, term.number());
     }
 
-    /** Ends the term from the watchdog (or a late ensureLeader): stop the task first. */
+    /**
+     * Ends the term from the watchdog (or a late ensureLeader): the context turns invalid first,
+     * then the task is interrupted, then listeners are told and the lock released.
+     */
     void fence(LossReason why, Throwable error) {
-      if (ended.get()) {
+      if (!claim(why, error)) {
         return;
       }
       Thread r = runner;
@@ -889,12 +895,12 @@ public final class LeaderLoop implements AutoCloseable {
         interruptedByWatchdog = true;
         r.interrupt();
       }
-      end(why, error);
+      finish();
     }
 
+    /** Ends a term nobody heard of (closed while acquiring): no listeners, just the lock. */
     void abandon() {
-      if (ended.compareAndSet(false, true)) {
-        reason = LossReason.CLOSED;
+      if (claim(LossReason.CLOSED, null)) {
         try {
           lease.close();
         } finally {
@@ -905,12 +911,27 @@ public final class LeaderLoop implements AutoCloseable {
 
     /** Ends the term once: invalid at once, listeners told, then the lock released. */
     void end(LossReason why, Throwable error) {
+      if (claim(why, error)) {
+        finish();
+      }
+    }
+
+    /**
+     * Marks the term over (so the context is invalid at once); true for the one caller that wins.
+     */
+    private boolean claim(LossReason why, Throwable error) {
       if (!ended.compareAndSet(false, true)) {
-        return;
+        return false;
       }
       reason = why;
       cause = error;
       state.compareAndSet(State.LEADER, State.STANDBY);
+      return true;
+    }
+
+    private void finish() {
+      LossReason why = reason;
+      Throwable error = cause;
       Duration held = Duration.between(term.start(), config.clock.instant());
       if (why == LossReason.CLOSED) {
         LOG.info("{} Leadership released (CLOSED) after {}: term {}", context, held, term.number());
@@ -1166,6 +1187,10 @@ public final class LeaderLoop implements AutoCloseable {
       if (!timeout.isZero() && timeout.compareTo(Duration.ofSeconds(1)) < 0) {
         throw new IllegalArgumentException(
             "idleSessionTimeout must be zero (off) or at least 1 second, but was " + timeout);
+      }
+      if (timeout.compareTo(MAX_DURATION) > 0) {
+        throw new IllegalArgumentException(
+            "idleSessionTimeout must be at most " + MAX_DURATION + ", but was " + timeout);
       }
       this.idleSessionTimeout = timeout;
       return this;

@@ -266,6 +266,50 @@ class AdvisoryLockIntegrationTest {
   }
 
   @Test
+  void aBorrowedSessionThatAlreadyHoldsTheKeyIsRefusedAsShared(TestDatabase db)
+      throws SQLException {
+    // What a transaction-mode pooler does: hand a second client the backend that holds the lock.
+    LockKey key = freshKey();
+    try (Connection shared = holding(db, key)) {
+      assertThatThrownBy(() -> AdvisoryLock.of(sameBackend(db, shared), key).tryAcquire())
+          .isInstanceOfSatisfying(
+              UnsafeSessionException.class,
+              e -> {
+                assertThat(e.reason()).isEqualTo(LossReason.POOLER_DETECTED);
+                assertThat(e.getMessage()).contains("already holds this lock before we took it");
+              });
+    }
+    LockKey other = freshKey();
+    try (Connection shared = holding(db, other)) {
+      assertThatThrownBy(
+              () ->
+                  AdvisoryLock.of(sameBackend(db, shared), other).openWaiter(Duration.ofSeconds(1)))
+          .isInstanceOfSatisfying(
+              UnsafeSessionException.class,
+              e -> assertThat(e.reason()).isEqualTo(LossReason.POOLER_DETECTED));
+    }
+  }
+
+  private static Connection holding(TestDatabase db, LockKey key) throws SQLException {
+    Connection c = db.connect();
+    try (PreparedStatement ps = c.prepareStatement("SELECT pg_advisory_lock(?)")) {
+      ps.setLong(1, key.value());
+      ps.execute();
+    }
+    return c;
+  }
+
+  /** A data source that hands out the given session, as a pooler sharing one backend does. */
+  private static javax.sql.DataSource sameBackend(TestDatabase db, Connection shared) {
+    return new DelegatingDataSource(db.dataSource()) {
+      @Override
+      public Connection getConnection() {
+        return dev.retsu.lock.internal.LeaseConnections.guard(shared, () -> true, "shared");
+      }
+    };
+  }
+
+  @Test
   void currentHolderNamesTheCandidate(TestDatabase db) {
     LockKey key = freshKey();
     AdvisoryLock lock =

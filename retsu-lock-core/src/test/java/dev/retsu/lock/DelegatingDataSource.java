@@ -8,7 +8,7 @@ import java.util.logging.Logger;
 import javax.sql.DataSource;
 
 /** A data source wrapper that hides the pool behind it, as framework proxies do. */
-final class DelegatingDataSource implements DataSource {
+class DelegatingDataSource implements DataSource {
   private final DataSource target;
 
   DelegatingDataSource(DataSource target) {

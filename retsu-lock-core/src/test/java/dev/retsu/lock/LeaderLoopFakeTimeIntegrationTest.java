@@ -135,7 +135,11 @@ class LeaderLoopFakeTimeIntegrationTest {
             e -> assertThat(e.reason()).isEqualTo(LossReason.SELF_FENCED));
     assertThat(before).containsExactly(true, false);
     assertThat(l.lossReasons()).containsExactly(LossReason.SELF_FENCED);
-    assertThat(AdvisoryLock.of(db.dataSource(), key).currentHolder()).isEmpty();
+    // The session ends as soon as the server reads the Terminate message: a moment later.
+    await()
+        .atMost(WITHIN)
+        .untilAsserted(
+            () -> assertThat(AdvisoryLock.of(db.dataSource(), key).currentHolder()).isEmpty());
   }
 
   @Test

@@ -154,7 +154,11 @@ class LeaderLoopIntegrationTest {
             });
     assertThat(l.kinds()).containsExactly("attempt", "acquired", "refreshFailed", "lost");
     // The lock was released when the term ended.
-    assertThat(AdvisoryLock.of(db.dataSource(), key).currentHolder()).isEmpty();
+    // The session ends as soon as the server reads the Terminate message: a moment later.
+    await()
+        .atMost(WITHIN)
+        .untilAsserted(
+            () -> assertThat(AdvisoryLock.of(db.dataSource(), key).currentHolder()).isEmpty());
   }
 
   @Test
@@ -246,7 +250,11 @@ class LeaderLoopIntegrationTest {
     a.close();
     run.get(10, TimeUnit.SECONDS);
     a.close(); // idempotent
-    assertThat(AdvisoryLock.of(db.dataSource(), key).currentHolder()).isEmpty();
+    // The session ends as soon as the server reads the Terminate message: a moment later.
+    await()
+        .atMost(WITHIN)
+        .untilAsserted(
+            () -> assertThat(AdvisoryLock.of(db.dataSource(), key).currentHolder()).isEmpty());
     assertThatThrownBy(() -> a.run(ctx -> {}))
         .isInstanceOf(IllegalStateException.class)
         .hasMessageStartingWith("A LeaderLoop runs once; this one is CLOSED");

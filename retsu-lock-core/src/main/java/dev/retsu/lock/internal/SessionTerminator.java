@@ -6,6 +6,7 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.concurrent.Executor;
+import java.util.concurrent.locks.ReentrantLock;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -37,6 +38,28 @@ public final class SessionTerminator {
   private static final String[] EVICT_METHODS = {"evictConnection", "invalidateConnection"};
 
   private SessionTerminator() {}
+
+  /**
+   * Ends the session behind {@code handle}, aborting it when another thread holds {@code io} (that
+   * is, is inside a round trip on it right now) and closing it gracefully otherwise.
+   *
+   * @param dataSource where the handle came from, for pool eviction
+   * @param handle the connection handle
+   * @param io the lock that serialises round trips on the handle
+   * @param context log prefix
+   * @return see {@link #endSession(DataSource, Connection, boolean, String)}
+   */
+  public static boolean endSession(
+      DataSource dataSource, Connection handle, ReentrantLock io, String context) {
+    boolean idle = io.tryLock();
+    try {
+      return endSession(dataSource, handle, !idle, context);
+    } finally {
+      if (idle) {
+        io.unlock();
+      }
+    }
+  }
 
   /**
    * Ends the session behind {@code handle}.

@@ -21,9 +21,10 @@ import org.postgresql.ds.PGSimpleDataSource;
  * machine, so the parent compares the children's events on one time base. Events:
  *
  * <ul>
- *   <li>{@code READY}; {@code ACQUIRED <term> <token> <pid>}; {@code WORK <term> <token>} for each
- *       refresh that passed {@code ensureLeader()}, stamped with the time just before the check;
- *       {@code LOST <term> <reason>}; {@code EXIT <reason> <sqlstate>} or {@code STOPPED}.
+ *   <li>{@code READY}; {@code ATTEMPT <result>}; {@code ACQUIRED <term> <token> <pid>}; {@code WORK
+ *       <term> <token>} for each refresh that passed {@code ensureLeader()}, stamped with the time
+ *       just before the check; {@code LOST <term> <reason>}; {@code EXIT <reason> <sqlstate>} or
+ *       {@code STOPPED}.
  * </ul>
  *
  * <p>It reads commands on stdin: {@code THROW} (the next refresh throws) and {@code HANG} (the next
@@ -77,6 +78,12 @@ public final class FaultCandidate {
                   @Override
                   public void onLost(Term term, LossReason reason, Throwable cause) {
                     emit("LOST " + term.number() + " " + reason);
+                  }
+
+                  @Override
+                  public void onAttempt(
+                      dev.retsu.lock.AttemptResult result, Duration duration, Throwable error) {
+                    emit("ATTEMPT " + result);
                   }
                 })
             .build();

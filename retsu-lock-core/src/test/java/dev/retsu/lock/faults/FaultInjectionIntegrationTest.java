@@ -18,6 +18,7 @@ import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Collectors;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -51,7 +52,7 @@ class FaultInjectionIntegrationTest {
       fleet.launch();
       fleet.launch();
       for (int round = 1; round <= rounds; round++) {
-        Fleet.Member leader = fleet.awaitWorkingLeader(WITHIN);
+        Fleet.Member leader = fleet.awaitLeaderAndContendingStandbys(WITHIN);
         long injected = System.nanoTime();
         fault.inject(fleet, leader, db);
         long work = fleet.awaitNewTermWork(injected, WITHIN);
@@ -220,7 +221,7 @@ class FaultInjectionIntegrationTest {
       fleet.launch();
       fleet.launch();
       for (int round = 1; round <= RANDOM_ROUNDS; round++) {
-        Fleet.Member leader = fleet.awaitWorkingLeader(WITHIN);
+        Fleet.Member leader = fleet.awaitLeaderAndContendingStandbys(WITHIN);
         String kind = kinds.get(random.nextInt(kinds.size()));
         if (kind.startsWith("restart") && !db.server().supportsRestart()) {
           kind = "terminate";
@@ -262,6 +263,39 @@ class FaultInjectionIntegrationTest {
       record("random.smallest-gap", 0, result.smallestGapNanos() / 1e6);
       assertThat(result.terms()).hasSizeGreaterThanOrEqualTo(RANDOM_ROUNDS);
     }
+  }
+
+  /** Summarises every measurement of this run as a Markdown table in target/fault-summary.md. */
+  @AfterAll
+  static void summarize() throws IOException {
+    Path in = Path.of("target", "fault-results.tsv");
+    if (!Files.exists(in)) {
+      return;
+    }
+    java.util.Map<String, List<Double>> byScenario = new java.util.TreeMap<>();
+    for (String line : Files.readAllLines(in)) {
+      String[] f = line.split("\t");
+      byScenario
+          .computeIfAbsent(f[0], k -> new java.util.ArrayList<>())
+          .add(Double.parseDouble(f[2]));
+    }
+    StringBuilder md =
+        new StringBuilder(
+            "| scenario | n | min ms | median ms | max ms |\n|---|---|---|---|---|\n");
+    byScenario.forEach(
+        (name, values) -> {
+          java.util.Collections.sort(values);
+          md.append(
+              String.format(
+                  java.util.Locale.ROOT,
+                  "| %s | %d | %.0f | %.0f | %.0f |%n",
+                  name,
+                  values.size(),
+                  values.get(0),
+                  values.get(values.size() / 2),
+                  values.get(values.size() - 1)));
+        });
+    Files.writeString(Path.of("target", "fault-summary.md"), md.toString());
   }
 
   static void record(String scenario, int round, double millis) throws IOException {

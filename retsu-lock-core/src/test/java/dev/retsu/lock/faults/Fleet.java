@@ -188,6 +188,42 @@ final class Fleet implements AutoCloseable {
   }
 
   /**
+   * Waits until there is a working leader and every other living candidate is contending: in POLL
+   * mode it has made an attempt since it started, in WAIT mode its lock request is queued in {@code
+   * pg_locks}. Only then is a takeover measurement about the library, not JVM start-up.
+   */
+  Member awaitLeaderAndContendingStandbys(Duration within) {
+    return await()
+        .atMost(within)
+        .until(
+            () -> {
+              Optional<Member> leader = workingLeader();
+              if (leader.isEmpty()) {
+                return null;
+              }
+              List<Member> standbys =
+                  living().stream()
+                      .filter(m -> m != leader.get() && !m.paused)
+                      .collect(Collectors.toList());
+              if (takeover == TakeoverMode.WAIT) {
+                int queued =
+                    db.queryInts(
+                            "SELECT count(*)::int FROM pg_locks WHERE locktype = 'advisory' AND"
+                                + " NOT granted")
+                        .get(0);
+                return queued >= standbys.size() ? leader.get() : null;
+              }
+              for (Member m : standbys) {
+                if (m.events.stream().noneMatch(e -> e.kind().equals("ATTEMPT"))) {
+                  return null;
+                }
+              }
+              return leader.get();
+            },
+            java.util.Objects::nonNull);
+  }
+
+  /**
    * Waits for leader work in a term acquired after {@code since}, by anyone, and returns the time
    * of that first work.
    */

@@ -1,0 +1,170 @@
+package dev.retsu.lock.micrometer;
+
+/**
+ * Meter names, tag keys, tag values and base units of this module, so dashboards, alerts and code
+ * share one spelling.
+ *
+ * <p>Names are lowercase and dot-separated with no unit in them; each registry adds its own suffix
+ * (Prometheus renders {@code retsu.lock.refresh} as {@code retsu_lock_refresh_seconds_*} and a
+ * counter as {@code *_total}). The queue-state names are not under {@code retsu.lock}: they are the
+ * names the Retsu state collector has always exported, so existing dashboards keep working.
+ *
+ * <p>Base units: counters count {@link #UNIT_ATTEMPTS attempts}, {@link #UNIT_ACQUISITIONS
+ * acquisitions} or {@link #UNIT_TERMS terms}; timers get seconds from the registry (Micrometer
+ * timers have no base-unit setting); seconds-valued gauges say {@link #UNIT_SECONDS seconds}. Two
+ * kinds of gauge deliberately have none: 0/1 status gauges ({@link #LEADER}, {@link
+ * #QUEUE_STATE_COLLECTION_SUCCESS}), which have no unit, and the queue message counts, because
+ * Prometheus appends a gauge's base unit to its name and {@code queue_messages_ready_messages}
+ * would break the fixed collector names.
+ *
+ * <p>Constants only; thread-safe.
+ */
+public final class Names {
+
+  private Names() {}
+
+  // ---------------------------------------------------------------- LeaderMetrics
+
+  /**
+   * Gauge, one series per {@link #TAG_STATE state}: 1 for the state this candidate is in, 0 for the
+   * other. Prometheus: {@code retsu_lock_leader{state="leader"}}.
+   */
+  public static final String LEADER = "retsu.lock.leader";
+
+  /**
+   * Counter of terms started (lock acquired). Prometheus: {@code retsu_lock_acquisitions_total}.
+   */
+  public static final String ACQUISITIONS = "retsu.lock.acquisitions";
+
+  /**
+   * Counter of standby attempts by {@link #TAG_RESULT result}. Prometheus: {@code
+   * retsu_lock_attempts_total}.
+   */
+  public static final String ATTEMPTS = "retsu.lock.attempts";
+
+  /**
+   * Long task timer of the current term: one active task, running since the lock was acquired,
+   * while this candidate leads. Prometheus renders it as a summary: {@code
+   * retsu_lock_term_seconds_count} (1 while leading, else 0), {@code retsu_lock_term_seconds_sum}
+   * (how long the current term has run) and {@code retsu_lock_term_seconds_max}.
+   */
+  public static final String TERM = "retsu.lock.term";
+
+  /**
+   * Timer of leader refreshes by {@link #TAG_OUTCOME outcome}. Prometheus: {@code
+   * retsu_lock_refresh_seconds_count}, {@code _sum}, {@code _max}.
+   */
+  public static final String REFRESH = "retsu.lock.refresh";
+
+  /**
+   * Counter of ended terms by {@link #TAG_REASON reason}. Prometheus: {@code
+   * retsu_lock_lost_terms_total}.
+   */
+  public static final String LOST_TERMS = "retsu.lock.lost.terms";
+
+  /**
+   * Counter of terms that ended by self-fencing (the leader could not prove its session alive in
+   * time and stopped first). Prometheus: {@code retsu_lock_self_fenced_terms_total}.
+   */
+  public static final String SELF_FENCED_TERMS = "retsu.lock.self.fenced.terms";
+
+  // ---------------------------------------------------------------- QueueStateMetrics
+
+  /** Gauge per {@link #TAG_QUEUE queue}: messages ready for delivery. */
+  public static final String QUEUE_MESSAGES_READY = "queue.messages.ready";
+
+  /** Gauge per {@link #TAG_QUEUE queue}: messages delivered and not yet settled (leased). */
+  public static final String QUEUE_MESSAGES_IN_FLIGHT = "queue.messages.in.flight";
+
+  /** Gauge per {@link #TAG_QUEUE queue}: messages scheduled for later delivery (delayed). */
+  public static final String QUEUE_MESSAGES_SCHEDULED = "queue.messages.scheduled";
+
+  /** Gauge per {@link #TAG_QUEUE queue}: dead-lettered messages. */
+  public static final String QUEUE_MESSAGES_DEAD = "queue.messages.dead";
+
+  /**
+   * Gauge per {@link #TAG_QUEUE queue}: age of the oldest ready message, in seconds. Prometheus:
+   * {@code queue_oldest_ready_age_seconds}.
+   */
+  public static final String QUEUE_OLDEST_READY_AGE = "queue.oldest.ready.age";
+
+  /** Gauge: 1 after a successful collection, 0 after a failed one. */
+  public static final String QUEUE_STATE_COLLECTION_SUCCESS = "queue.state.collection.success";
+
+  /**
+   * Gauge: how long the last successful collection took. Prometheus: {@code
+   * queue_state_collection_duration_seconds}.
+   */
+  public static final String QUEUE_STATE_COLLECTION_DURATION = "queue.state.collection.duration";
+
+  /**
+   * Gauge: when the last successful collection finished, in seconds since the epoch. Prometheus:
+   * {@code queue_state_collection_last_success_timestamp_seconds}.
+   */
+  public static final String QUEUE_STATE_COLLECTION_LAST_SUCCESS =
+      "queue.state.collection.last.success.timestamp";
+
+  /**
+   * Gauge: how many queues the series budget folded into the overflow series. Prometheus: {@code
+   * queue_state_folded_queues}.
+   */
+  public static final String QUEUE_STATE_FOLDED = "queue.state.folded";
+
+  // ---------------------------------------------------------------- tags
+
+  /** Tag: the lock, as named by the user or the key in hex. */
+  public static final String TAG_LOCK = "lock";
+
+  /** Tag: the candidate id. */
+  public static final String TAG_CANDIDATE = "candidate";
+
+  /** Tag of {@link #LEADER}: {@link #STATE_LEADER} or {@link #STATE_STANDBY}. */
+  public static final String TAG_STATE = "state";
+
+  /** Tag of {@link #ATTEMPTS}: the attempt result in lower case, e.g. {@code held_elsewhere}. */
+  public static final String TAG_RESULT = "result";
+
+  /** Tag of {@link #REFRESH}: {@link #OUTCOME_SUCCESS} or {@link #OUTCOME_FAILURE}. */
+  public static final String TAG_OUTCOME = "outcome";
+
+  /** Tag of {@link #LOST_TERMS}: the loss reason in lower case, e.g. {@code session_lost}. */
+  public static final String TAG_REASON = "reason";
+
+  /** Tag of the per-queue gauges: the queue name, or {@link #OVERFLOW_QUEUE}. */
+  public static final String TAG_QUEUE = "queue";
+
+  /** Value of {@link #TAG_STATE} while leading. */
+  public static final String STATE_LEADER = "leader";
+
+  /** Value of {@link #TAG_STATE} while not leading. */
+  public static final String STATE_STANDBY = "standby";
+
+  /** Value of {@link #TAG_OUTCOME} for a refresh that finished normally. */
+  public static final String OUTCOME_SUCCESS = "success";
+
+  /** Value of {@link #TAG_OUTCOME} for a refresh that threw or timed out. */
+  public static final String OUTCOME_FAILURE = "failure";
+
+  /**
+   * Value of {@link #TAG_QUEUE} for the overflow series that sums the queues past the series
+   * budget. A snapshot may not contain a queue of this name.
+   */
+  public static final String OVERFLOW_QUEUE = "_other";
+
+  // ---------------------------------------------------------------- base units
+
+  /** Base unit of seconds-valued gauges. */
+  public static final String UNIT_SECONDS = "seconds";
+
+  /** Base unit of {@link #ATTEMPTS}. */
+  public static final String UNIT_ATTEMPTS = "attempts";
+
+  /** Base unit of {@link #ACQUISITIONS}. */
+  public static final String UNIT_ACQUISITIONS = "acquisitions";
+
+  /** Base unit of {@link #LOST_TERMS} and {@link #SELF_FENCED_TERMS}. */
+  public static final String UNIT_TERMS = "terms";
+
+  /** Base unit of {@link #QUEUE_STATE_FOLDED}. */
+  public static final String UNIT_QUEUES = "queues";
+}

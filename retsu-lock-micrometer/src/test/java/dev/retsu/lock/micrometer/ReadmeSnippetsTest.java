@@ -1,0 +1,106 @@
+package dev.retsu.lock.micrometer;
+
+import static dev.retsu.lock.micrometer.TestTerms.samples;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import dev.retsu.lock.LeaderLoop;
+import dev.retsu.lock.LockKey;
+import dev.retsu.lock.testing.PostgresExtension;
+import dev.retsu.lock.testing.ReadmeSnippets;
+import dev.retsu.lock.testing.TestDatabase;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/** The README's micrometer snippets, compiled and run here; the first test keeps them identical. */
+@ExtendWith(PostgresExtension.class)
+class ReadmeSnippetsTest {
+
+  @Test
+  void readmeShowsExactlyTheCodeTestedHere() {
+    assertThat(
+            ReadmeSnippets.verify(
+                Path.of("../README.md"),
+                "micrometer",
+                Path.of("src/test/java/dev/retsu/lock/micrometer/ReadmeSnippetsTest.java")))
+        .containsExactly("micrometer/wiring", "micrometer/collect");
+  }
+
+  @Test
+  void wiring(TestDatabase db) throws Exception {
+    db.execute(
+        "CREATE TABLE queue_state (name text PRIMARY KEY, ready bigint, in_flight bigint,"
+            + " scheduled bigint, dead bigint, oldest_ready_age_seconds double precision);"
+            + " INSERT INTO queue_state VALUES ('orders', 12, 3, 2, 1, 4.5)");
+    DataSource dataSource = db.dataSource();
+    PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    // snippet:micrometer/wiring
+    LockKey key = LockKey.named("retsu", "queue-state-collector");
+    LeaderMetrics leaderMetrics =
+        LeaderMetrics.builder(key, "collector-1").lockName("queue-state").build();
+    QueueStateMetrics queueMetrics = QueueStateMetrics.builder().maxQueueSeries(200).build();
+    leaderMetrics.bindTo(registry); // every replica exports its leadership
+    queueMetrics.bindTo(registry); // registers nothing until this replica leads
+    LeaderLoop loop =
+        LeaderLoop.builder(dataSource, key)
+            .candidateId("collector-1")
+            .listener(leaderMetrics)
+            .listener(queueMetrics)
+            .build();
+    loop.start(ctx -> queueMetrics.record(ctx.withConnection(QueueStateCollector::collect)));
+    // end-snippet
+    try {
+      await()
+          .atMost(Duration.ofSeconds(30))
+          .until(() -> samples(registry, "queue_messages_ready{").size() == 1);
+      assertThat(registry.scrape())
+          .contains("queue_messages_ready{queue=\"orders\"} 12.0")
+          .contains(
+              "retsu_lock_leader{candidate=\"collector-1\",lock=\"queue-state\",state=\"leader\"}"
+                  + " 1.0");
+    } finally {
+      loop.close();
+    }
+    assertThat(samples(registry, "queue_")).isEmpty();
+    leaderMetrics.close();
+    queueMetrics.close();
+    assertThat(registry.getMeters()).isEmpty();
+  }
+
+  /** What the README calls the collector: reads queue state on the leader's session. */
+  static final class QueueStateCollector {
+    private QueueStateCollector() {}
+
+    // snippet:micrometer/collect
+    static QueueStateSnapshot collect(Connection connection) throws SQLException {
+      long started = System.nanoTime();
+      QueueStateSnapshot.Builder snapshot = QueueStateSnapshot.builder();
+      try (Statement s = connection.createStatement();
+          ResultSet rs =
+              s.executeQuery(
+                  "SELECT name, ready, in_flight, scheduled, dead, oldest_ready_age_seconds"
+                      + " FROM queue_state")) {
+        while (rs.next()) {
+          snapshot.queue(
+              rs.getString(1),
+              rs.getLong(2),
+              rs.getLong(3),
+              rs.getLong(4),
+              rs.getLong(5),
+              rs.getDouble(6));
+        }
+      }
+      return snapshot.collectionDuration(Duration.ofNanos(System.nanoTime() - started)).build();
+    }
+    // end-snippet
+  }
+}
