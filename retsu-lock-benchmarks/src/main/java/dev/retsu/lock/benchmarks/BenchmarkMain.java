@@ -1,0 +1,263 @@
+package dev.retsu.lock.benchmarks;
+
+import dev.retsu.lock.LeaderLoop;
+import dev.retsu.lock.testing.FaultProxy;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Properties;
+import java.util.Set;
+import org.openjdk.jmh.results.RunResult;
+import org.openjdk.jmh.runner.Runner;
+import org.openjdk.jmh.runner.RunnerException;
+import org.openjdk.jmh.runner.options.OptionsBuilder;
+import org.openjdk.jmh.runner.options.TimeValue;
+
+/**
+ * The benchmark command line.
+ *
+ * <pre>
+ * java -jar retsu-lock-benchmarks.jar [all|failover|idle|scale|jmh|smoke] [--out DIR]
+ *     [--reps N] [--default-reps N] [--only NAME,NAME] [--scenarios close,kill,terminate,partition]
+ *     [--scale-keys N,N]
+ * </pre>
+ *
+ * <p>{@code all} is the full run of docs/BENCHMARKS.md; {@code smoke} is the CI-sized run of every
+ * part. Results go to {@code DIR/results.md} and CSV files beside it; progress goes to stderr.
+ * Against {@code RETSU_BENCH_JDBC_URL} when set, else an embedded PostgreSQL that is stopped at the
+ * end.
+ */
+public final class BenchmarkMain {
+
+  /** The parts of a run. */
+  enum Part {
+    FAILOVER,
+    IDLE,
+    SCALE,
+    JMH
+  }
+
+  private BenchmarkMain() {}
+
+  /**
+   * Runs the benchmarks.
+   *
+   * @param args command and options
+   * @throws Exception when a part fails
+   */
+  public static void main(String[] args) throws Exception {
+    // thousands of in-process loops log every start and stop at INFO: keep the console readable
+    if (System.getProperty("org.slf4j.simpleLogger.defaultLogLevel") == null) {
+      System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
+    }
+    Path out = run(args);
+    System.out.println(Files.readString(out.resolve("results.md")));
+  }
+
+  /**
+   * Runs the benchmarks and returns the directory with the results.
+   *
+   * @param args command and options
+   * @return the results directory
+   * @throws Exception when a part fails
+   */
+  public static Path run(String... args) throws Exception {
+    String command = args.length > 0 && !args[0].startsWith("--") ? args[0] : "all";
+    Profile profile = command.equals("smoke") ? Profile.smokeRun() : Profile.fullRun();
+    Set<Part> parts =
+        switch (command) {
+          case "all", "smoke" -> EnumSet.allOf(Part.class);
+          case "failover" -> EnumSet.of(Part.FAILOVER);
+          case "idle" -> EnumSet.of(Part.IDLE);
+          case "scale" -> EnumSet.of(Part.SCALE);
+          case "jmh" -> EnumSet.of(Part.JMH);
+          default ->
+              throw new IllegalArgumentException(
+                  "command must be all, failover, idle, scale, jmh or smoke, but was " + command);
+        };
+    Path out = defaultOut();
+    List<String> only = List.of();
+    List<FailoverBenchmark.Scenario> scenarios =
+        new ArrayList<>(List.of(FailoverBenchmark.Scenario.values()));
+    for (int i = args.length > 0 && !args[0].startsWith("--") ? 1 : 0; i < args.length; i += 2) {
+      if (i + 1 >= args.length) {
+        throw new IllegalArgumentException(args[i] + " needs a value");
+      }
+      String v = args[i + 1];
+      switch (args[i]) {
+        case "--out" -> out = Path.of(v);
+        case "--reps" -> profile = withReps(profile, Integer.parseInt(v), profile.defaultReps());
+        case "--default-reps" -> profile = withReps(profile, profile.reps(), Integer.parseInt(v));
+        case "--only" -> only = Arrays.asList(v.split(","));
+        case "--scenarios" -> {
+          scenarios.clear();
+          for (String name : v.split(",")) {
+            scenarios.add(FailoverBenchmark.Scenario.valueOf(name.toUpperCase(Locale.ROOT)));
+          }
+        }
+        case "--scale-keys" -> profile = withKeys(profile, v);
+        case "--one-key-candidates" -> profile = withOneKey(profile, Integer.parseInt(v));
+        default -> throw new IllegalArgumentException("unknown option " + args[i]);
+      }
+    }
+    Files.createDirectories(out);
+    Properties versions = versions();
+    Report report = new Report(profile, versions);
+    int maxKeys = Arrays.stream(profile.keySteps()).max().orElse(0);
+    int maxConnections =
+        parts.contains(Part.SCALE)
+            ? Math.max(400, maxKeys + profile.oneKeyCandidates() + 200)
+            : 400;
+    Progress.log("%s run (%s), results in %s", profile.name(), parts, out.toAbsolutePath());
+    try (BenchEnv env = BenchEnv.start(out, maxConnections)) {
+      report.server(env.describe(), env.statementsExtension);
+      try (FaultProxy probe = FaultProxy.inFrontOf(env.jdbcUrl())) {
+        report.partitionMode(probe.kernelDrops());
+      }
+      List<FailoverBenchmark.Config> configs = new ArrayList<>();
+      for (FailoverBenchmark.Config c :
+          profile.configs(
+              versions.getProperty("retsu-lock"),
+              versions.getProperty("shedlock"),
+              versions.getProperty("spring-integration"))) {
+        if (only.isEmpty() || only.contains(c.name())) {
+          configs.add(c);
+        }
+      }
+      report.configs(configs);
+      if (parts.contains(Part.FAILOVER)) {
+        FailoverBenchmark failover = new FailoverBenchmark(env, List.copyOf(scenarios));
+        for (FailoverBenchmark.Config c : configs) {
+          report.failover(c, failover.run(c));
+          report.write(out);
+        }
+      }
+      if (parts.contains(Part.IDLE)) {
+        IdleCostBenchmark idle = new IdleCostBenchmark(env, profile.idleWindow());
+        for (FailoverBenchmark.Config c : configs) {
+          Progress.log("idle cost of %s over %s", c.name(), profile.idleWindow());
+          report.idle(idle.run(c));
+          report.write(out);
+        }
+      }
+      if (parts.contains(Part.SCALE)) {
+        ScaleBenchmark scale = new ScaleBenchmark(env, profile.scaleWindow());
+        for (Duration retry :
+            profile.oneKeyCandidates() > 0 ? profile.oneKeyRetries() : List.<Duration>of()) {
+          Progress.log("scale: %d loops on one key, retry %s", profile.oneKeyCandidates(), retry);
+          report.scale(scale.oneKey(profile.oneKeyCandidates(), retry, "poll"));
+          report.write(out);
+        }
+        if (RetsuTakeover.waitAvailable() && profile.oneKeyCandidates() > 0) {
+          Progress.log("scale: %d loops on one key, WAIT", profile.oneKeyCandidates());
+          report.scale(
+              scale.oneKey(profile.oneKeyCandidates(), LeaderLoop.DEFAULT_RETRY_INTERVAL, "wait"));
+          report.write(out);
+        }
+        Progress.log("scale: keys %s", Arrays.toString(profile.keySteps()));
+        for (ScaleBenchmark.Result r : scale.manyKeys(profile.keySteps(), 6L << 30)) {
+          report.scale(r);
+        }
+        report.write(out);
+      }
+      if (parts.contains(Part.JMH)) {
+        Progress.log("JMH");
+        report.jmh(jmh(env, profile));
+        report.write(out);
+      }
+    }
+    report.write(out);
+    Progress.log("done: %s", out.resolve("results.md").toAbsolutePath());
+    return out;
+  }
+
+  private static List<RunResult> jmh(BenchEnv env, Profile profile) throws RunnerException {
+    OptionsBuilder options = new OptionsBuilder();
+    options
+        .include(LockBenchmarks.class.getName() + "\\.")
+        .forks(1)
+        .threads(1)
+        .warmupIterations(profile.smoke() ? 0 : 2)
+        .warmupTime(TimeValue.milliseconds(profile.jmhIterationMillis()))
+        .measurementIterations(profile.jmh())
+        .measurementTime(TimeValue.milliseconds(profile.jmhIterationMillis()))
+        .jvmArgsAppend(
+            "-Xmx256m",
+            "-Dretsu.bench.jdbcUrl=" + env.jdbcUrl(),
+            "-Dretsu.bench.user=" + env.user(),
+            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
+        .shouldFailOnError(true);
+    return new ArrayList<>(new Runner(options.build()).run());
+  }
+
+  private static Path defaultOut() {
+    Path module = Path.of("retsu-lock-benchmarks", "target");
+    return (Files.isDirectory(module) ? module : Path.of("target")).resolve("benchmark-results");
+  }
+
+  private static Properties versions() {
+    Properties p = new Properties();
+    try (InputStream in = BenchmarkMain.class.getResourceAsStream("versions.properties")) {
+      if (in != null) {
+        p.load(in);
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return p;
+  }
+
+  private static Profile withReps(Profile p, int reps, int defaultReps) {
+    return new Profile(
+        p.name(),
+        reps,
+        defaultReps,
+        p.idleWindow(),
+        p.scaleWindow(),
+        p.oneKeyCandidates(),
+        p.oneKeyRetries(),
+        p.keySteps(),
+        p.jmh(),
+        p.jmhIterationMillis(),
+        p.smoke());
+  }
+
+  private static Profile withOneKey(Profile p, int candidates) {
+    return new Profile(
+        p.name(),
+        p.reps(),
+        p.defaultReps(),
+        p.idleWindow(),
+        p.scaleWindow(),
+        candidates,
+        p.oneKeyRetries(),
+        p.keySteps(),
+        p.jmh(),
+        p.jmhIterationMillis(),
+        p.smoke());
+  }
+
+  private static Profile withKeys(Profile p, String keys) {
+    int[] steps = Arrays.stream(keys.split(",")).mapToInt(Integer::parseInt).toArray();
+    return new Profile(
+        p.name(),
+        p.reps(),
+        p.defaultReps(),
+        p.idleWindow(),
+        p.scaleWindow(),
+        p.oneKeyCandidates(),
+        p.oneKeyRetries(),
+        steps,
+        p.jmh(),
+        p.jmhIterationMillis(),
+        p.smoke());
+  }
+}

@@ -1,0 +1,349 @@
+package dev.retsu.lock.benchmarks;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.retsu.lock.AttemptResult;
+import dev.retsu.lock.FailurePolicy;
+import dev.retsu.lock.LeaderListener;
+import dev.retsu.lock.LeaderLoop;
+import dev.retsu.lock.LeadershipLostException;
+import dev.retsu.lock.LockKey;
+import dev.retsu.lock.LossReason;
+import dev.retsu.lock.Term;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Optional;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import net.javacrumbs.shedlock.core.LockConfiguration;
+import net.javacrumbs.shedlock.core.SimpleLock;
+import net.javacrumbs.shedlock.provider.jdbctemplate.JdbcTemplateLockProvider;
+import org.postgresql.ds.PGSimpleDataSource;
+import org.springframework.integration.jdbc.lock.DefaultLockRepository;
+import org.springframework.integration.jdbc.lock.JdbcLockRegistry;
+import org.springframework.integration.leader.Context;
+import org.springframework.integration.leader.DefaultCandidate;
+import org.springframework.integration.support.leader.LockRegistryLeaderInitiator;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+
+/**
+ * One candidate in its own JVM, for the failover and idle-cost benchmarks. Runs retsu-lock,
+ * ShedLock or Spring Integration and prints one line per event on stdout, each with the wall-clock
+ * time in epoch microseconds ({@link Clock#systemUTC()}), the one time base that the parent and
+ * every child on this machine share:
+ *
+ * <pre>
+ * READY &lt;micros&gt;                 after the first attempt to take the lock
+ * ACQUIRED &lt;micros&gt; &lt;pid|-&gt;        a term starts (backend pid for retsu)
+ * REFRESH &lt;micros&gt;               the leader's work ran (first one right after ACQUIRED)
+ * LOST &lt;micros&gt; &lt;reason&gt;         the term ends, as this process sees it
+ * EXIT &lt;micros&gt; &lt;reason&gt;         the process ends
+ * </pre>
+ *
+ * <p>Arguments are {@code name=value} pairs; see {@link CandidateSpec}.
+ */
+public final class CandidateMain {
+
+  private static final PrintStream OUT =
+      new PrintStream(
+          new java.io.FileOutputStream(java.io.FileDescriptor.out), true, StandardCharsets.UTF_8);
+  private static final Clock CLOCK = Clock.systemUTC();
+
+  private CandidateMain() {}
+
+  /**
+   * Runs one candidate until it is stopped (SIGTERM), killed, or its term ends under the EXIT
+   * policy.
+   *
+   * @param args {@code name=value} pairs
+   * @throws Exception when the candidate cannot start
+   */
+  public static void main(String[] args) throws Exception {
+    CandidateSpec spec = CandidateSpec.parse(args);
+    switch (spec.impl()) {
+      case RETSU -> runRetsu(spec);
+      case SHEDLOCK -> runShedLock(spec);
+      case SPRING -> runSpring(spec);
+    }
+  }
+
+  static long nowMicros() {
+    Instant now = CLOCK.instant();
+    return now.getEpochSecond() * 1_000_000L + now.getNano() / 1_000;
+  }
+
+  private static synchronized void emit(String event, String detail) {
+    OUT.println(event + " " + nowMicros() + (detail.isEmpty() ? "" : " " + detail));
+  }
+
+  // ---------------------------------------------------------------- retsu-lock
+
+  private static void runRetsu(CandidateSpec spec) {
+    PGSimpleDataSource ds = new PGSimpleDataSource();
+    ds.setUrl(spec.url());
+    ds.setUser(spec.user());
+    AtomicBoolean ready = new AtomicBoolean();
+    LeaderLoop.Builder builder =
+        LeaderLoop.builder(ds, LockKey.of(spec.key()))
+            .candidateId(spec.id())
+            .retryInterval(spec.retry())
+            .refreshInterval(spec.refresh())
+            .failurePolicy(FailurePolicy.EXIT)
+            .listener(
+                new LeaderListener() {
+                  @Override
+                  public void onAttempt(AttemptResult result, Duration duration, Throwable error) {
+                    if (ready.compareAndSet(false, true)) {
+                      emit("READY", "");
+                    }
+                  }
+
+                  @Override
+                  public void onAcquired(Term term) {
+                    emit("ACQUIRED", Integer.toString(term.backendPid()));
+                  }
+
+                  @Override
+                  public void onLost(Term term, LossReason reason, Throwable cause) {
+                    emit("LOST", reason.name());
+                  }
+                });
+    if (spec.selfFenceAfter() != null) {
+      builder
+          .heartbeatInterval(spec.heartbeat())
+          .serverKeepalives(spec.keepaliveIdle(), spec.keepaliveInterval(), spec.keepaliveCount())
+          .serverIdleSessionTimeout(spec.idleSessionTimeout())
+          .selfFenceAfter(spec.selfFenceAfter());
+    }
+    RetsuTakeover.apply(builder, spec.mode());
+    LeaderLoop loop = builder.build();
+    Runtime.getRuntime().addShutdownHook(new Thread(loop::close, "retsu-lock-bench-shutdown"));
+    try {
+      loop.run(ctx -> emit("REFRESH", ""));
+      emit("EXIT", "STOPPED");
+    } catch (LeadershipLostException e) {
+      emit("EXIT", e.reason().name());
+      System.exit(3);
+    }
+  }
+
+  // ---------------------------------------------------------------- ShedLock
+
+  private static HikariDataSource pool(CandidateSpec spec) {
+    HikariConfig config = new HikariConfig();
+    config.setJdbcUrl(spec.url());
+    config.setUsername(spec.user());
+    config.setMaximumPoolSize(2);
+    config.setMinimumIdle(1);
+    config.setPoolName("bench-" + spec.id());
+    config.addDataSourceProperty("ApplicationName", "bench:" + spec.id());
+    return new HikariDataSource(config);
+  }
+
+  /**
+   * ShedLock as a leader lock: a task runs every retry interval. A standby tries {@code lock()}
+   * with {@code lockAtMostFor = ttl}; the holder extends the same lock every interval (what
+   * ShedLock's KeepAliveLockProvider does at half of lockAtMostFor) and counts as leader until its
+   * last successful extension plus the ttl, measured from the start of that call.
+   */
+  private static void runShedLock(CandidateSpec spec) throws InterruptedException {
+    HikariDataSource ds = pool(spec);
+    JdbcTemplateLockProvider provider =
+        new JdbcTemplateLockProvider(
+            JdbcTemplateLockProvider.Configuration.builder()
+                .withJdbcTemplate(new JdbcTemplate(ds))
+                .usingDbTime()
+                .withLockedByValue(spec.id())
+                .build());
+    String name = "bench-" + spec.key();
+    Duration ttl = spec.ttl();
+    AtomicReference<SimpleLock> held = new AtomicReference<>();
+    AtomicBoolean ready = new AtomicBoolean();
+    AtomicBoolean stopping = new AtomicBoolean();
+    java.util.concurrent.atomic.AtomicLong validUntilNanos =
+        new java.util.concurrent.atomic.AtomicLong();
+    Object guard = new Object();
+    ScheduledExecutorService ticker =
+        Executors.newSingleThreadScheduledExecutor(r -> named(r, "bench-shedlock-tick"));
+    ticker.scheduleWithFixedDelay(
+        () -> {
+          long start = System.nanoTime();
+          try {
+            SimpleLock current = held.get();
+            if (current == null) {
+              Optional<SimpleLock> lock =
+                  provider.lock(new LockConfiguration(CLOCK.instant(), name, ttl, Duration.ZERO));
+              if (lock.isPresent() && !stopping.get()) {
+                synchronized (guard) {
+                  held.set(lock.get());
+                  validUntilNanos.set(start + ttl.toNanos());
+                }
+                emit("ACQUIRED", "-");
+                emit("REFRESH", "");
+              }
+            } else {
+              Optional<SimpleLock> extended = current.extend(ttl, Duration.ZERO);
+              synchronized (guard) {
+                if (held.get() != current) {
+                  return; // expired meanwhile
+                }
+                if (extended.isPresent()) {
+                  held.set(extended.get());
+                  validUntilNanos.set(start + ttl.toNanos());
+                  emit("REFRESH", "");
+                } else {
+                  held.set(null);
+                  emit("LOST", "EXTEND_FAILED");
+                }
+              }
+            }
+          } catch (RuntimeException e) {
+            System.err.println("tick failed: " + e);
+          } finally {
+            if (ready.compareAndSet(false, true)) {
+              emit("READY", "");
+            }
+          }
+        },
+        0,
+        spec.retry().toMillis(),
+        TimeUnit.MILLISECONDS);
+    ScheduledExecutorService watchdog =
+        Executors.newSingleThreadScheduledExecutor(r -> named(r, "bench-shedlock-watchdog"));
+    watchdog.scheduleWithFixedDelay(
+        () -> {
+          synchronized (guard) {
+            if (held.get() != null && System.nanoTime() - validUntilNanos.get() >= 0) {
+              held.set(null);
+              emit("LOST", "EXPIRED");
+            }
+          }
+        },
+        10,
+        10,
+        TimeUnit.MILLISECONDS);
+    CountDownLatch done = new CountDownLatch(1);
+    Runtime.getRuntime()
+        .addShutdownHook(
+            new Thread(
+                () -> {
+                  stopping.set(true);
+                  ticker.shutdownNow();
+                  watchdog.shutdownNow();
+                  SimpleLock lock;
+                  synchronized (guard) {
+                    lock = held.getAndSet(null);
+                    if (lock != null) {
+                      emit("LOST", "CLOSED");
+                    }
+                  }
+                  if (lock != null) {
+                    try {
+                      lock.unlock();
+                    } catch (RuntimeException e) {
+                      System.err.println("unlock failed: " + e);
+                    }
+                  }
+                  emit("EXIT", "STOPPED");
+                  ds.close();
+                  done.countDown();
+                },
+                "bench-shedlock-shutdown"));
+    done.await();
+  }
+
+  // ---------------------------------------------------------------- Spring Integration
+
+  /**
+   * Spring Integration's {@link LockRegistryLeaderInitiator} over a {@link JdbcLockRegistry}. A
+   * granted leader refreshes right away and then every refresh interval while it holds the role.
+   */
+  private static void runSpring(CandidateSpec spec) throws InterruptedException {
+    HikariDataSource ds = pool(spec);
+    DefaultLockRepository repository = new DefaultLockRepository(ds);
+    repository.setTransactionManager(new DataSourceTransactionManager(ds));
+    repository.afterPropertiesSet();
+    repository.afterSingletonsInstantiated();
+    repository.start();
+    JdbcLockRegistry registry =
+        spec.ttl() == null
+            ? new JdbcLockRegistry(repository)
+            : new JdbcLockRegistry(repository, spec.ttl());
+    AtomicBoolean granted = new AtomicBoolean();
+    DefaultCandidate candidate =
+        new DefaultCandidate(spec.id(), "bench-" + spec.key()) {
+          @Override
+          public void onGranted(Context ctx) {
+            granted.set(true);
+            emit("ACQUIRED", "-");
+            emit("REFRESH", "");
+          }
+
+          @Override
+          public void onRevoked(Context ctx) {
+            if (granted.getAndSet(false)) {
+              emit("LOST", "REVOKED");
+            }
+          }
+        };
+    LockRegistryLeaderInitiator initiator = new LockRegistryLeaderInitiator(registry, candidate);
+    if (spec.heartbeat() != null) {
+      initiator.setHeartBeatMillis(spec.heartbeat().toMillis());
+    }
+    initiator.start();
+    emit("READY", "");
+    ScheduledExecutorService ticker =
+        Executors.newSingleThreadScheduledExecutor(r -> named(r, "bench-spring-refresh"));
+    ticker.scheduleWithFixedDelay(
+        () -> {
+          if (granted.get()) {
+            emit("REFRESH", "");
+          }
+        },
+        spec.refresh().toMillis(),
+        spec.refresh().toMillis(),
+        TimeUnit.MILLISECONDS);
+    CountDownLatch done = new CountDownLatch(1);
+    Runtime.getRuntime()
+        .addShutdownHook(
+            new Thread(
+                () -> {
+                  ticker.shutdownNow();
+                  boolean leading = granted.get();
+                  initiator.stop();
+                  // stop() only interrupts the selector thread, which then deletes the lock row
+                  // and calls onRevoked; keep the pool open until it has done so
+                  long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+                  while (leading && granted.get() && System.nanoTime() - deadline < 0) {
+                    try {
+                      Thread.sleep(5);
+                    } catch (InterruptedException e) {
+                      Thread.currentThread().interrupt();
+                      break;
+                    }
+                  }
+                  if (granted.getAndSet(false)) {
+                    emit("LOST", "CLOSED");
+                  }
+                  emit("EXIT", "STOPPED");
+                  ds.close();
+                  done.countDown();
+                },
+                "bench-spring-shutdown"));
+    done.await();
+  }
+
+  private static Thread named(Runnable r, String name) {
+    Thread t = new Thread(r, name);
+    t.setDaemon(true);
+    return t;
+  }
+}

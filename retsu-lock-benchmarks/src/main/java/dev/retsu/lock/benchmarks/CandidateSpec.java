@@ -1,0 +1,139 @@
+package dev.retsu.lock.benchmarks;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * What one candidate process runs: the implementation, its settings and where to connect. Passed to
+ * {@link CandidateMain} as {@code name=value} arguments. Immutable.
+ *
+ * @param impl which library
+ * @param mode retsu takeover mode, {@code poll} or {@code wait}
+ * @param url JDBC URL (usually through a fault proxy)
+ * @param user database user
+ * @param id candidate id, also in {@code application_name}
+ * @param key lock key (retsu) or lock name suffix (peers)
+ * @param retry wait between standby attempts
+ * @param refresh wait between leader refreshes
+ * @param ttl lock time-to-live of the peers; null for the library default
+ * @param heartbeat retsu heartbeat or Spring heart beat; null for the default
+ * @param selfFenceAfter retsu self-fencing deadline; null for the defaults of all safety knobs
+ * @param keepaliveIdle retsu server keepalive idle
+ * @param keepaliveInterval retsu server keepalive interval
+ * @param keepaliveCount retsu server keepalive count
+ * @param idleSessionTimeout retsu server idle_session_timeout
+ */
+record CandidateSpec(
+    Impl impl,
+    String mode,
+    String url,
+    String user,
+    String id,
+    long key,
+    Duration retry,
+    Duration refresh,
+    Duration ttl,
+    Duration heartbeat,
+    Duration selfFenceAfter,
+    Duration keepaliveIdle,
+    Duration keepaliveInterval,
+    int keepaliveCount,
+    Duration idleSessionTimeout) {
+
+  /** The libraries measured. */
+  enum Impl {
+    RETSU,
+    SHEDLOCK,
+    SPRING
+  }
+
+  CandidateSpec {
+    Objects.requireNonNull(impl, "impl");
+    Objects.requireNonNull(mode, "mode");
+    Objects.requireNonNull(retry, "retry");
+    Objects.requireNonNull(refresh, "refresh");
+  }
+
+  CandidateSpec withConnection(String newUrl, String newUser, String newId, long newKey) {
+    return new CandidateSpec(
+        impl,
+        mode,
+        newUrl,
+        newUser,
+        newId,
+        newKey,
+        retry,
+        refresh,
+        ttl,
+        heartbeat,
+        selfFenceAfter,
+        keepaliveIdle,
+        keepaliveInterval,
+        keepaliveCount,
+        idleSessionTimeout);
+  }
+
+  List<String> toArgs() {
+    Map<String, String> m = new LinkedHashMap<>();
+    m.put("impl", impl.name());
+    m.put("mode", mode);
+    m.put("url", url);
+    m.put("user", user);
+    m.put("id", id);
+    m.put("key", Long.toString(key));
+    m.put("retryMs", Long.toString(retry.toMillis()));
+    m.put("refreshMs", Long.toString(refresh.toMillis()));
+    put(m, "ttlMs", ttl);
+    put(m, "heartbeatMs", heartbeat);
+    put(m, "selfFenceMs", selfFenceAfter);
+    put(m, "keepaliveIdleMs", keepaliveIdle);
+    put(m, "keepaliveIntervalMs", keepaliveInterval);
+    m.put("keepaliveCount", Integer.toString(keepaliveCount));
+    put(m, "idleSessionTimeoutMs", idleSessionTimeout);
+    List<String> args = new ArrayList<>();
+    m.forEach((k, v) -> args.add(k + "=" + v));
+    return args;
+  }
+
+  private static void put(Map<String, String> m, String name, Duration d) {
+    if (d != null) {
+      m.put(name, Long.toString(d.toMillis()));
+    }
+  }
+
+  static CandidateSpec parse(String[] args) {
+    Map<String, String> m = new LinkedHashMap<>();
+    for (String a : args) {
+      int eq = a.indexOf('=');
+      if (eq <= 0) {
+        throw new IllegalArgumentException("arguments must be name=value, but was " + a);
+      }
+      m.put(a.substring(0, eq), a.substring(eq + 1));
+    }
+    return new CandidateSpec(
+        Impl.valueOf(m.get("impl")),
+        m.getOrDefault("mode", "poll"),
+        m.get("url"),
+        m.get("user"),
+        m.get("id"),
+        Long.parseLong(m.get("key")),
+        millis(m, "retryMs"),
+        millis(m, "refreshMs"),
+        millis(m, "ttlMs"),
+        millis(m, "heartbeatMs"),
+        millis(m, "selfFenceMs"),
+        millis(m, "keepaliveIdleMs"),
+        millis(m, "keepaliveIntervalMs"),
+        Integer.parseInt(m.getOrDefault("keepaliveCount", "0")),
+        millis(m, "idleSessionTimeoutMs"));
+  }
+
+  private static Duration millis(Map<String, String> m, String name) {
+    String v = m.get(name);
+    return v == null ? null : Duration.ofMillis(Long.parseLong(v));
+  }
+}

@@ -1,0 +1,341 @@
+package dev.retsu.lock.benchmarks;
+
+import java.io.IOException;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Optional;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
+
+/**
+ * Candidates as separate JVMs on one PostgreSQL, each behind its own fault proxy. For each scenario
+ * and repetition: wait for one leader and one ready standby, wait a random phase, inject the fault
+ * into the leader, and measure from the fault to the first refresh of a term that began after the
+ * fault. Times are epoch microseconds of the one machine's wall clock: the parent reads it right
+ * before the fault, the children stamp each line when they print it.
+ */
+final class FailoverBenchmark {
+
+  /** The faults injected into the leader. */
+  enum Scenario {
+    /** SIGTERM: the candidate's shutdown hook closes it. */
+    CLOSE("graceful close (SIGTERM)"),
+    /** SIGKILL of the leader's JVM. */
+    KILL("kill -9 of the leader"),
+    /** {@code pg_terminate_backend} of the leader's sessions. */
+    TERMINATE("pg_terminate_backend of the leader's session"),
+    /** The leader's proxy drops every byte both ways, without RST or FIN. */
+    PARTITION("blackhole partition of the leader");
+
+    final String title;
+
+    Scenario(String title) {
+      this.title = title;
+    }
+  }
+
+  /** How a repetition ended. */
+  enum Outcome {
+    /** A new term began and refreshed: the gap is measured. */
+    MOVED,
+    /** The old leader kept leading (its lock did not depend on the session). */
+    KEPT,
+    /** Nobody led within the observation window. */
+    TIMEOUT
+  }
+
+  /**
+   * One library with one group of settings.
+   *
+   * @param name short name, e.g. {@code retsu-poll-1s}
+   * @param library library and version
+   * @param settings the settings in words
+   * @param template candidate settings (url, id, key filled in per launch)
+   * @param reps repetitions per scenario
+   * @param window longest wait for a takeover after a fault
+   */
+  record Config(
+      String name,
+      String library,
+      String settings,
+      CandidateSpec template,
+      int reps,
+      Duration window) {}
+
+  /**
+   * One measurement.
+   *
+   * @param config config name
+   * @param scenario the fault
+   * @param rep repetition, from 1
+   * @param outcome how it ended
+   * @param gapMicros fault to the first refresh of the new term (MOVED only), else -1
+   * @param acquireMicros fault to the start of the new term (MOVED only), else -1
+   * @param overlapMicros how long the old leader still claimed its term after the new term began
+   * @param note what happened, for the log
+   */
+  record Sample(
+      String config,
+      Scenario scenario,
+      int rep,
+      Outcome outcome,
+      long gapMicros,
+      long acquireMicros,
+      long overlapMicros,
+      String note) {}
+
+  private static final AtomicInteger KEYS = new AtomicInteger(1000);
+  private static final AtomicInteger IDS = new AtomicInteger();
+
+  private final BenchEnv env;
+  private final List<Scenario> scenarios;
+  private final List<ChildCandidate> all = new ArrayList<>();
+
+  FailoverBenchmark(BenchEnv env, List<Scenario> scenarios) {
+    this.env = env;
+    this.scenarios = scenarios;
+  }
+
+  /** Runs every scenario for one config; every child it started is gone when it returns. */
+  List<Sample> run(Config config) throws Exception {
+    List<Sample> samples = new ArrayList<>();
+    try {
+      for (Scenario scenario : scenarios) {
+        long key = KEYS.incrementAndGet();
+        List<ChildCandidate> live = new ArrayList<>();
+        try {
+          for (int rep = 1; rep <= config.reps(); rep++) {
+            Sample s = repetition(config, scenario, rep, key, live);
+            samples.add(s);
+            Progress.log(
+                "%s %s #%d: %s %s%s",
+                config.name(),
+                scenario,
+                rep,
+                s.outcome(),
+                s.gapMicros() >= 0
+                    ? String.format(Locale.ROOT, "%.1f ms", s.gapMicros() / 1e3)
+                    : "",
+                s.overlapMicros() > 0
+                    ? String.format(Locale.ROOT, " OVERLAP %.1f ms", s.overlapMicros() / 1e3)
+                    : "");
+          }
+        } finally {
+          for (ChildCandidate c : live) {
+            c.close();
+          }
+        }
+      }
+    } finally {
+      for (ChildCandidate c : all) {
+        c.close();
+      }
+      all.clear();
+    }
+    return samples;
+  }
+
+  private Sample repetition(
+      Config config, Scenario scenario, int rep, long key, List<ChildCandidate> live)
+      throws Exception {
+    live.removeIf(c -> !c.alive() && closeQuietly(c));
+    while (live.size() < 2) {
+      live.add(launch(config, key));
+    }
+    Duration setup = config.window().plus(Duration.ofSeconds(60));
+    if (!await(setup, () -> live.stream().allMatch(c -> ready(env, c)) && leaders(live) == 1, 50)) {
+      throw new IllegalStateException(
+          config.name()
+              + " "
+              + scenario
+              + " #"
+              + rep
+              + ": no single leader with a ready standby"
+              + " within "
+              + setup
+              + "; see "
+              + env.logDir);
+    }
+    ChildCandidate leader = live.stream().filter(ChildCandidate::leading).findFirst().orElseThrow();
+    long phaseMillis = Math.min(config.template().retry().toMillis(), 2000);
+    Thread.sleep(ThreadLocalRandom.current().nextLong(phaseMillis + 1));
+    long termsBefore = leader.terms().size();
+
+    long fault = CandidateMain.nowMicros();
+    inject(scenario, leader);
+
+    long keptAfter =
+        fault
+            + (config.template().ttl() == null
+                        ? config.window()
+                        : config.template().ttl().plus(config.template().retry().multipliedBy(2)))
+                    .plusSeconds(1)
+                    .toNanos()
+                / 1000;
+    BooleanSupplier settled =
+        () ->
+            newTermAfter(live, fault).isPresent()
+                || (scenario == Scenario.TERMINATE && kept(config, leader, fault, keptAfter));
+    await(config.window(), settled);
+    Optional<Found> found = newTermAfter(live, fault);
+    Outcome outcome;
+    long gap = -1;
+    long acquire = -1;
+    String note;
+    if (found.isPresent()) {
+      outcome = Outcome.MOVED;
+      gap = found.get().span.firstRefresh() - fault;
+      acquire = found.get().span.start() - fault;
+      note = "new term on " + found.get().child.id;
+      // give the old leader a moment to report its own end, then stop it if it is partitioned
+      await(Duration.ofSeconds(2), () -> !openTerm(leader));
+    } else if (leader.alive() && leader.leading() && leader.terms().size() == termsBefore) {
+      outcome = Outcome.KEPT;
+      note = "old leader still leads";
+    } else {
+      outcome = Outcome.TIMEOUT;
+      note = "no leader within " + config.window();
+    }
+    if (scenario == Scenario.PARTITION) {
+      leader.kill();
+      leader.awaitExit(10_000);
+    } else if (scenario != Scenario.TERMINATE
+        || config.template().impl() == CandidateSpec.Impl.RETSU) {
+      // retsu ends the process under the EXIT policy; peers stay on as candidates
+      leader.awaitExit(10_000);
+    }
+    long overlap = 0;
+    if (found.isPresent()) {
+      long oldEnd = lastTermEnd(leader);
+      overlap = Math.max(0, Math.min(oldEnd, CandidateMain.nowMicros()) - found.get().span.start());
+    }
+    live.removeIf(c -> !c.alive() && closeQuietly(c));
+    return new Sample(config.name(), scenario, rep, outcome, gap, acquire, overlap, note);
+  }
+
+  /**
+   * Whether the old leader demonstrably kept its lock after its session was terminated: ShedLock
+   * printed a refresh after the fault (each one is a successful extension in the database), or the
+   * peer still leads a TTL plus two retry intervals later with nobody else leading.
+   */
+  private static boolean kept(Config config, ChildCandidate leader, long fault, long keptAfter) {
+    if (config.template().impl() == CandidateSpec.Impl.RETSU || !leader.leading()) {
+      return false;
+    }
+    if (config.template().impl() == CandidateSpec.Impl.SHEDLOCK
+        && leader.events().stream()
+            .anyMatch(e -> e.type().equals("REFRESH") && e.micros() > fault)) {
+      return true;
+    }
+    return CandidateMain.nowMicros() > keptAfter;
+  }
+
+  private static boolean openTerm(ChildCandidate c) {
+    List<ChildCandidate.TermSpan> t = c.terms();
+    return !t.isEmpty() && t.get(t.size() - 1).end() == Long.MAX_VALUE;
+  }
+
+  private static long lastTermEnd(ChildCandidate c) {
+    List<ChildCandidate.TermSpan> t = c.terms();
+    return t.isEmpty() ? 0 : t.get(t.size() - 1).end();
+  }
+
+  private record Found(ChildCandidate child, ChildCandidate.TermSpan span) {}
+
+  private static Optional<Found> newTermAfter(List<ChildCandidate> live, long fault) {
+    Found best = null;
+    for (ChildCandidate c : live) {
+      for (ChildCandidate.TermSpan t : c.terms()) {
+        if (t.start() >= fault
+            && t.firstRefresh() >= 0
+            && (best == null || t.firstRefresh() < best.span.firstRefresh())) {
+          best = new Found(c, t);
+        }
+      }
+    }
+    return Optional.ofNullable(best);
+  }
+
+  /** Whether a child contends: it reported an attempt, leads, or (WAIT) is queued on the server. */
+  static boolean ready(BenchEnv env, ChildCandidate c) {
+    if (c.ready() || c.leading()) {
+      return true;
+    }
+    return c.spec.mode().equals("wait") && env.waiting(c.id);
+  }
+
+  private static long leaders(List<ChildCandidate> live) {
+    return live.stream().filter(ChildCandidate::leading).count();
+  }
+
+  private void inject(Scenario scenario, ChildCandidate leader) throws SQLException {
+    switch (scenario) {
+      case CLOSE -> leader.terminate();
+      case KILL -> leader.kill();
+      case TERMINATE -> terminateSessions(leader);
+      case PARTITION -> leader.proxy.blackhole();
+    }
+  }
+
+  /** Ends the leader's lock session (retsu: the backend pid it reported), else all its sessions. */
+  private void terminateSessions(ChildCandidate leader) throws SQLException {
+    int pid = leader.leaderBackendPid();
+    try (Connection c = env.connect()) {
+      String sql =
+          pid > 0
+              ? "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE pid = ?"
+              : "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                  + " WHERE application_name = ?";
+      try (PreparedStatement ps = c.prepareStatement(sql)) {
+        if (pid > 0) {
+          ps.setInt(1, pid);
+        } else {
+          ps.setString(1, "bench:" + leader.id);
+        }
+        try (ResultSet rs = ps.executeQuery()) {
+          rs.next();
+          if (rs.getInt(1) == 0) {
+            Progress.log("warning: no session of %s to terminate", leader.id);
+          }
+        }
+      }
+    }
+  }
+
+  private ChildCandidate launch(Config config, long key) throws IOException {
+    String id = config.name() + "-" + IDS.incrementAndGet();
+    ChildCandidate c =
+        ChildCandidate.launch(config.template(), env.jdbcUrl(), env.user(), id, key, env.logDir);
+    all.add(c);
+    return c;
+  }
+
+  private static boolean closeQuietly(ChildCandidate c) {
+    c.close();
+    return true;
+  }
+
+  /** Polls every 5 ms: for conditions on the children's events, which cost nothing to read. */
+  static boolean await(Duration max, BooleanSupplier condition) throws InterruptedException {
+    return await(max, condition, 5);
+  }
+
+  static boolean await(Duration max, BooleanSupplier condition, long pollMillis)
+      throws InterruptedException {
+    long deadline = System.nanoTime() + max.toNanos();
+    while (!condition.getAsBoolean()) {
+      if (System.nanoTime() - deadline >= 0) {
+        return false;
+      }
+      Thread.sleep(pollMillis);
+    }
+    return true;
+  }
+}

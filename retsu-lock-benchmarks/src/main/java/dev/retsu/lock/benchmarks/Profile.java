@@ -1,0 +1,282 @@
+package dev.retsu.lock.benchmarks;
+
+import dev.retsu.lock.benchmarks.CandidateSpec.Impl;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * How big a run is: the full run for docs/BENCHMARKS.md, or the CI-sized smoke run. Immutable.
+ *
+ * @param name {@code full} or {@code smoke}
+ * @param reps repetitions per scenario for the 1 s configs
+ * @param defaultReps repetitions per scenario for the configs with library defaults
+ * @param idleWindow idle-cost window
+ * @param scaleWindow scale measurement window
+ * @param oneKeyCandidates loops on one key
+ * @param oneKeyRetries retry intervals for the one-key run
+ * @param keySteps key counts of the many-keys ramp
+ * @param jmh whether to run JMH, and how long: iterations and their length
+ * @param jmhIterationMillis length of one JMH iteration
+ * @param smoke short safety knobs so partitions resolve in seconds
+ */
+record Profile(
+    String name,
+    int reps,
+    int defaultReps,
+    Duration idleWindow,
+    Duration scaleWindow,
+    int oneKeyCandidates,
+    List<Duration> oneKeyRetries,
+    int[] keySteps,
+    int jmh,
+    long jmhIterationMillis,
+    boolean smoke) {
+
+  static Profile fullRun() {
+    return new Profile(
+        "full",
+        20,
+        3,
+        Duration.ofSeconds(60),
+        Duration.ofSeconds(20),
+        1000,
+        List.of(Duration.ofSeconds(15), Duration.ofSeconds(1)),
+        new int[] {1000, 2500, 5000, 10000},
+        5,
+        2000,
+        false);
+  }
+
+  static Profile smokeRun() {
+    return new Profile(
+        "smoke",
+        1,
+        0,
+        Duration.ofSeconds(2),
+        Duration.ofSeconds(2),
+        20,
+        List.of(Duration.ofSeconds(1)),
+        new int[] {20},
+        1,
+        300,
+        true);
+  }
+
+  /** The configs of the failover and idle runs, 1 s ones first. */
+  List<FailoverBenchmark.Config> configs(String versionsRetsu, String shedlock, String spring) {
+    List<FailoverBenchmark.Config> c = new ArrayList<>();
+    if (smoke) {
+      Duration r = Duration.ofMillis(500);
+      c.add(
+          new FailoverBenchmark.Config(
+              "retsu-poll",
+              "retsu-lock " + versionsRetsu,
+              "POLL, retry 0.5 s; smoke safety knobs: heartbeat 0.5 s, self-fence 2 s, keepalive"
+                  + " 2+1x1 s, idle_session_timeout 4 s",
+              new CandidateSpec(
+                  Impl.RETSU,
+                  "poll",
+                  null,
+                  null,
+                  null,
+                  0,
+                  r,
+                  r,
+                  null,
+                  Duration.ofMillis(500),
+                  Duration.ofSeconds(2),
+                  Duration.ofSeconds(2),
+                  Duration.ofSeconds(1),
+                  1,
+                  Duration.ofSeconds(4)),
+              reps,
+              Duration.ofSeconds(6)));
+      if (RetsuTakeover.waitAvailable()) {
+        c.add(
+            new FailoverBenchmark.Config(
+                "retsu-wait",
+                "retsu-lock " + versionsRetsu,
+                "WAIT, retry 0.5 s; smoke safety knobs",
+                new CandidateSpec(
+                    Impl.RETSU,
+                    "wait",
+                    null,
+                    null,
+                    null,
+                    0,
+                    r,
+                    r,
+                    null,
+                    Duration.ofMillis(500),
+                    Duration.ofSeconds(2),
+                    Duration.ofSeconds(2),
+                    Duration.ofSeconds(1),
+                    1,
+                    Duration.ofSeconds(4)),
+                reps,
+                Duration.ofSeconds(6)));
+      }
+      c.add(
+          peer(
+              "shedlock",
+              Impl.SHEDLOCK,
+              "ShedLock " + shedlock,
+              r,
+              Duration.ofSeconds(2),
+              null,
+              reps,
+              "task every 0.5 s, lockAtMostFor 2 s",
+              Duration.ofSeconds(6)));
+      c.add(
+          peer(
+              "spring",
+              Impl.SPRING,
+              "Spring Integration " + spring,
+              r,
+              Duration.ofSeconds(2),
+              r,
+              reps,
+              "heartBeat 0.5 s, TTL 2 s",
+              Duration.ofSeconds(6)));
+      return c;
+    }
+    Duration one = Duration.ofSeconds(1);
+    Duration fifteen = Duration.ofSeconds(15);
+    c.add(
+        retsu(
+            "retsu-poll-1s",
+            versionsRetsu,
+            "poll",
+            one,
+            reps,
+            "POLL, retry 1 s, refresh 1 s; safety knobs at defaults"));
+    if (RetsuTakeover.waitAvailable()) {
+      c.add(
+          retsu(
+              "retsu-wait-1s",
+              versionsRetsu,
+              "wait",
+              one,
+              reps,
+              "WAIT, retry 1 s, refresh 1 s; safety knobs at defaults"));
+    }
+    c.add(
+        peer(
+            "shedlock-1s",
+            Impl.SHEDLOCK,
+            "ShedLock " + shedlock,
+            one,
+            Duration.ofSeconds(3),
+            null,
+            reps,
+            "task every 1 s, lockAtMostFor 3 s (extended every 1 s)",
+            Duration.ofSeconds(30)));
+    c.add(
+        peer(
+            "spring-1s",
+            Impl.SPRING,
+            "Spring Integration " + spring,
+            one,
+            Duration.ofSeconds(3),
+            one,
+            reps,
+            "heartBeat 1 s, TTL 3 s",
+            Duration.ofSeconds(30)));
+    if (defaultReps > 0) {
+      c.add(
+          retsu(
+              "retsu-poll-default",
+              versionsRetsu,
+              "poll",
+              fifteen,
+              defaultReps,
+              "POLL, every option at its default (retry 15 s ± 10 %, refresh 15 s)"));
+      c.add(
+          peer(
+              "shedlock-default",
+              Impl.SHEDLOCK,
+              "ShedLock " + shedlock,
+              fifteen,
+              Duration.ofSeconds(30),
+              null,
+              defaultReps,
+              "task every 15 s, lockAtMostFor 30 s (KeepAliveLockProvider's minimum), extended every"
+                  + " 15 s",
+              Duration.ofSeconds(90)));
+      c.add(
+          peer(
+              "spring-default",
+              Impl.SPRING,
+              "Spring Integration " + spring,
+              Duration.ofMillis(500),
+              null,
+              null,
+              defaultReps,
+              "defaults: heartBeat 0.5 s, busyWait 50 ms, TTL 10 s, idleBetweenTries 100 ms",
+              Duration.ofSeconds(60)));
+    }
+    return c;
+  }
+
+  private static FailoverBenchmark.Config retsu(
+      String name, String version, String mode, Duration interval, int reps, String settings) {
+    return new FailoverBenchmark.Config(
+        name,
+        "retsu-lock " + version,
+        settings,
+        new CandidateSpec(
+            Impl.RETSU,
+            mode,
+            null,
+            null,
+            null,
+            0,
+            interval,
+            interval,
+            null,
+            null,
+            null,
+            null,
+            null,
+            0,
+            null),
+        reps,
+        interval.plus(Duration.ofSeconds(45)));
+  }
+
+  private static FailoverBenchmark.Config peer(
+      String name,
+      Impl impl,
+      String library,
+      Duration retry,
+      Duration ttl,
+      Duration heartbeat,
+      int reps,
+      String settings,
+      Duration window) {
+    Duration refresh = retry.compareTo(Duration.ofSeconds(1)) < 0 ? retry : Duration.ofSeconds(1);
+    return new FailoverBenchmark.Config(
+        name,
+        library,
+        settings + "; HikariCP pool of at most 2",
+        new CandidateSpec(
+            impl,
+            "poll",
+            null,
+            null,
+            null,
+            0,
+            retry,
+            impl == Impl.SHEDLOCK ? retry : refresh,
+            ttl,
+            heartbeat,
+            null,
+            null,
+            null,
+            0,
+            null),
+        reps,
+        window);
+  }
+}

@@ -1,0 +1,333 @@
+package dev.retsu.lock.benchmarks;
+
+import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Properties;
+import org.openjdk.jmh.results.RunResult;
+import org.openjdk.jmh.util.Statistics;
+
+/** Collects results and writes {@code results.md} and CSV files. Not thread-safe. */
+final class Report {
+
+  private final Profile profile;
+  private final Properties versions;
+  private final Instant started = Instant.now();
+  private String server = "?";
+  private boolean statements;
+  private boolean kernelDrops;
+  private final List<FailoverBenchmark.Config> configs = new ArrayList<>();
+  private final Map<String, List<FailoverBenchmark.Sample>> failover = new LinkedHashMap<>();
+  private final List<IdleCostBenchmark.Result> idle = new ArrayList<>();
+  private final List<ScaleBenchmark.Result> scale = new ArrayList<>();
+  private final List<RunResult> jmh = new ArrayList<>();
+
+  Report(Profile profile, Properties versions) {
+    this.profile = profile;
+    this.versions = versions;
+  }
+
+  void server(String describe, boolean pgStatStatements) {
+    this.server = describe;
+    this.statements = pgStatStatements;
+  }
+
+  void partitionMode(boolean kernel) {
+    this.kernelDrops = kernel;
+  }
+
+  void configs(List<FailoverBenchmark.Config> list) {
+    configs.clear();
+    configs.addAll(list);
+  }
+
+  void failover(FailoverBenchmark.Config config, List<FailoverBenchmark.Sample> samples) {
+    failover.put(config.name(), samples);
+  }
+
+  void idle(IdleCostBenchmark.Result r) {
+    idle.add(r);
+  }
+
+  void scale(ScaleBenchmark.Result r) {
+    scale.add(r);
+  }
+
+  void jmh(List<RunResult> results) {
+    jmh.addAll(results);
+  }
+
+  List<FailoverBenchmark.Sample> samples() {
+    List<FailoverBenchmark.Sample> all = new ArrayList<>();
+    failover.values().forEach(all::addAll);
+    return all;
+  }
+
+  List<IdleCostBenchmark.Result> idleResults() {
+    return List.copyOf(idle);
+  }
+
+  List<ScaleBenchmark.Result> scaleResults() {
+    return List.copyOf(scale);
+  }
+
+  List<RunResult> jmhResults() {
+    return List.copyOf(jmh);
+  }
+
+  void write(Path out) throws IOException {
+    Files.writeString(out.resolve("results.md"), markdown());
+    StringBuilder csv =
+        new StringBuilder("config,scenario,rep,outcome,gap_ms,acquire_ms,overlap_ms,note\n");
+    for (FailoverBenchmark.Sample s : samples()) {
+      csv.append(
+          String.format(
+              Locale.ROOT,
+              "%s,%s,%d,%s,%.3f,%.3f,%.3f,%s%n",
+              s.config(),
+              s.scenario(),
+              s.rep(),
+              s.outcome(),
+              s.gapMicros() / 1e3,
+              s.acquireMicros() / 1e3,
+              s.overlapMicros() / 1e3,
+              s.note().replace(',', ';')));
+    }
+    Files.writeString(out.resolve("failover.csv"), csv);
+  }
+
+  private String markdown() {
+    StringBuilder md = new StringBuilder();
+    Runtime rt = Runtime.getRuntime();
+    md.append("# retsu-lock benchmark results (").append(profile.name()).append(" run)\n\n");
+    md.append("- started ")
+        .append(started.truncatedTo(ChronoUnit.SECONDS))
+        .append(", written ")
+        .append(Instant.now().truncatedTo(ChronoUnit.SECONDS))
+        .append('\n');
+    md.append("- machine: ")
+        .append(System.getProperty("os.name"))
+        .append(' ')
+        .append(System.getProperty("os.version"))
+        .append(' ')
+        .append(System.getProperty("os.arch"))
+        .append(", ")
+        .append(rt.availableProcessors())
+        .append(" cores, ")
+        .append(totalMemoryGiB())
+        .append(" GiB\n");
+    md.append("- Java ")
+        .append(System.getProperty("java.version"))
+        .append(" (")
+        .append(System.getProperty("java.vm.name"))
+        .append(")\n");
+    md.append("- server: ")
+        .append(server)
+        .append(", pg_stat_statements ")
+        .append(statements ? "on" : "off")
+        .append('\n');
+    md.append("- libraries: ");
+    versions.stringPropertyNames().stream()
+        .sorted()
+        .forEach(k -> md.append(k).append(' ').append(versions.getProperty(k)).append("; "));
+    md.append('\n');
+    md.append("- partition: ")
+        .append(
+            kernelDrops
+                ? "fault proxy blackhole plus kernel packet drops (nftables, root): keepalive probes are"
+                    + " lost too"
+                : "fault proxy blackhole only (no root or no nft): the proxy's kernel still answers the"
+                    + " server's keepalive probes, so only idle_session_timeout or a TTL ends the"
+                    + " session")
+        .append('\n');
+    md.append(
+        "- time base: every child prints its wall clock (epoch µs, Clock.systemUTC) with each"
+            + " event; the parent reads the same clock right before injecting the fault\n\n");
+
+    md.append("## Configs\n\n| config | library | settings |\n| --- | --- | --- |\n");
+    for (FailoverBenchmark.Config c : configs) {
+      md.append("| ")
+          .append(c.name())
+          .append(" | ")
+          .append(c.library())
+          .append(" | ")
+          .append(c.settings())
+          .append(" |\n");
+    }
+    if (!failover.isEmpty()) {
+      md.append("\n## Failover: fault to the first refresh of the new leader (ms)\n");
+      for (FailoverBenchmark.Scenario sc : FailoverBenchmark.Scenario.values()) {
+        md.append("\n### ").append(sc.title).append("\n\n");
+        md.append(
+            "| config | n | moved / kept / timeout | min | median | p95 | max | median to term"
+                + " start | overlap |\n");
+        md.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+        for (Map.Entry<String, List<FailoverBenchmark.Sample>> e : failover.entrySet()) {
+          List<FailoverBenchmark.Sample> s =
+              e.getValue().stream().filter(x -> x.scenario() == sc).toList();
+          if (s.isEmpty()) {
+            continue;
+          }
+          Stats st = stats(s);
+          long moved =
+              s.stream().filter(x -> x.outcome() == FailoverBenchmark.Outcome.MOVED).count();
+          long kept = s.stream().filter(x -> x.outcome() == FailoverBenchmark.Outcome.KEPT).count();
+          long overlaps = s.stream().filter(x -> x.overlapMicros() > 0).count();
+          long worst =
+              s.stream().mapToLong(FailoverBenchmark.Sample::overlapMicros).max().orElse(0);
+          Stats acquired =
+              Stats.of(
+                  s.stream()
+                      .filter(x -> x.outcome() == FailoverBenchmark.Outcome.MOVED)
+                      .map(FailoverBenchmark.Sample::acquireMicros)
+                      .toList());
+          md.append(
+              String.format(
+                  Locale.ROOT,
+                  "| %s | %d | %d / %d / %d | %s | %s | %s | %s | %s | %s |%n",
+                  e.getKey(),
+                  s.size(),
+                  moved,
+                  kept,
+                  s.size() - moved - kept,
+                  Stats.ms(st.min()),
+                  Stats.ms(st.median()),
+                  Stats.ms(st.p95()),
+                  Stats.ms(st.max()),
+                  Stats.ms(acquired.median()),
+                  overlaps == 0 ? "none" : overlaps + "x, up to " + Stats.ms(worst) + " ms"));
+        }
+      }
+      md.append("\n### Ratios retsu / peer (median gap; < 1 means retsu is faster)\n\n");
+      md.append("| retsu config | peer config |");
+      for (FailoverBenchmark.Scenario sc : FailoverBenchmark.Scenario.values()) {
+        md.append(' ').append(sc.name().toLowerCase(Locale.ROOT)).append(" |");
+      }
+      md.append("\n| --- | --- |");
+      for (int i = 0; i < FailoverBenchmark.Scenario.values().length; i++) {
+        md.append(" --- |");
+      }
+      md.append('\n');
+      for (String r : failover.keySet()) {
+        if (!r.startsWith("retsu")) {
+          continue;
+        }
+        for (String p : failover.keySet()) {
+          if (p.startsWith("retsu") || !group(r).equals(group(p))) {
+            continue;
+          }
+          md.append("| ").append(r).append(" | ").append(p).append(" |");
+          for (FailoverBenchmark.Scenario sc : FailoverBenchmark.Scenario.values()) {
+            Stats a = stats(failover.get(r).stream().filter(x -> x.scenario() == sc).toList());
+            Stats b = stats(failover.get(p).stream().filter(x -> x.scenario() == sc).toList());
+            md.append(' ')
+                .append(
+                    a.n() == 0 || b.n() == 0 || b.median() <= 0
+                        ? "n/a"
+                        : String.format(Locale.ROOT, "%.3f", a.median() / (double) b.median()))
+                .append(" |");
+          }
+          md.append('\n');
+        }
+      }
+    }
+    if (!idle.isEmpty()) {
+      md.append("\n## Idle cost over ")
+          .append(profile.idleWindow().toSeconds())
+          .append(" s (1 leader + 2 standbys, statements from pg_stat_statements by role)\n\n");
+      md.append(
+          "| config | statements/s leader | statements/s per standby | connections leader"
+              + " | connections per standby | note |\n| --- | --- | --- | --- | --- | --- |\n");
+      for (IdleCostBenchmark.Result r : idle) {
+        md.append(
+            String.format(
+                Locale.ROOT,
+                "| %s | %.2f | %.2f | %.1f | %.1f | %s |%n",
+                r.config(),
+                r.leaderStatementsPerSecond(),
+                r.standbyStatementsPerSecond(),
+                r.leaderConnections(),
+                r.standbyConnections(),
+                r.note()));
+      }
+    }
+    if (!scale.isEmpty()) {
+      md.append("\n## Scale at rest (window ")
+          .append(profile.scaleWindow().toSeconds())
+          .append(" s)\n\n");
+      md.append(
+          "| scenario | candidates | keys | statements/s | server CPU (% of one core) |"
+              + " connections | settle (ms) | note |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+      for (ScaleBenchmark.Result r : scale) {
+        md.append(
+            String.format(
+                Locale.ROOT,
+                "| %s | %d | %d | %s | %s | %s | %s | %s |%n",
+                r.scenario(),
+                r.candidates(),
+                r.keys(),
+                r.statementsPerSecond() < 0
+                    ? "n/a"
+                    : String.format(Locale.ROOT, "%.0f", r.statementsPerSecond()),
+                r.serverCpuPercent() < 0
+                    ? "n/a"
+                    : String.format(Locale.ROOT, "%.1f", r.serverCpuPercent()),
+                r.connections() < 0 ? "n/a" : Integer.toString(r.connections()),
+                r.settleMillis() < 0 ? "n/a" : Long.toString(r.settleMillis()),
+                r.note()));
+      }
+    }
+    if (!jmh.isEmpty()) {
+      md.append("\n## JMH (sample time, µs per call, loopback, 1 thread)\n\n");
+      md.append(
+          "| benchmark | samples | mean | p50 | p90 | p99 | max |\n"
+              + "| --- | --- | --- | --- | --- | --- | --- |\n");
+      for (RunResult r : jmh) {
+        Statistics s = r.getPrimaryResult().getStatistics();
+        String name = r.getParams().getBenchmark();
+        md.append(
+            String.format(
+                Locale.ROOT,
+                "| %s | %d | %.1f | %.1f | %.1f | %.1f | %.1f |%n",
+                name.substring(name.lastIndexOf('.') + 1),
+                s.getN(),
+                s.getMean(),
+                s.getPercentile(50),
+                s.getPercentile(90),
+                s.getPercentile(99),
+                s.getMax()));
+      }
+    }
+    return md.toString();
+  }
+
+  private static Stats stats(List<FailoverBenchmark.Sample> s) {
+    return Stats.of(
+        s.stream()
+            .filter(x -> x.outcome() == FailoverBenchmark.Outcome.MOVED)
+            .map(FailoverBenchmark.Sample::gapMicros)
+            .toList());
+  }
+
+  private static String group(String config) {
+    int dash = config.lastIndexOf('-');
+    String suffix = dash < 0 ? "" : config.substring(dash + 1);
+    return suffix.equals("1s") || suffix.equals("default") ? suffix : "smoke";
+  }
+
+  private static long totalMemoryGiB() {
+    if (ManagementFactory.getOperatingSystemMXBean()
+        instanceof com.sun.management.OperatingSystemMXBean os) {
+      return Math.round(os.getTotalMemorySize() / (double) (1L << 30));
+    }
+    return -1;
+  }
+}

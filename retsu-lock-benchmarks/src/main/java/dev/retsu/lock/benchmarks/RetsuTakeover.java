@@ -1,0 +1,23 @@
+package dev.retsu.lock.benchmarks;
+
+import dev.retsu.lock.LeaderLoop;
+import dev.retsu.lock.TakeoverMode;
+
+/** Applies a takeover mode ("poll" or "wait") to a retsu-lock loop builder. */
+final class RetsuTakeover {
+
+  private RetsuTakeover() {}
+
+  /** Returns whether this build of retsu-lock offers the WAIT takeover mode. */
+  static boolean waitAvailable() {
+    return true;
+  }
+
+  static void apply(LeaderLoop.Builder builder, String mode) {
+    switch (mode) {
+      case "poll" -> builder.takeover(TakeoverMode.POLL);
+      case "wait" -> builder.takeover(TakeoverMode.WAIT);
+      default -> throw new IllegalArgumentException("mode must be poll or wait, but was " + mode);
+    }
+  }
+}
