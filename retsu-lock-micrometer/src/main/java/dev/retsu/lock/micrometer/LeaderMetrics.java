@@ -201,14 +201,7 @@ public final class LeaderMetrics implements LeaderListener, MeterBinder, AutoClo
    */
   @Override
   public void onAttempt(AttemptResult result, Duration duration, Throwable error) {
-    try {
-      Bound b = bound;
-      if (b != null) {
-        b.attempts.get(result).increment();
-      }
-    } catch (RuntimeException e) {
-      warn("onAttempt", e);
-    }
+    safely("onAttempt", () -> ifBound(b -> b.attempts.get(result).increment()));
   }
 
   /**
@@ -218,17 +211,17 @@ public final class LeaderMetrics implements LeaderListener, MeterBinder, AutoClo
    */
   @Override
   public void onAcquired(Term term) {
-    try {
-      checkTerm(term);
-      leader.set(true);
-      Bound b = bound;
-      if (b != null) {
-        b.acquisitions.increment();
-        stop(termSample.getAndSet(b.term.start()));
-      }
-    } catch (RuntimeException e) {
-      warn("onAcquired", e);
-    }
+    safely(
+        "onAcquired",
+        () -> {
+          checkTerm(term);
+          leader.set(true);
+          ifBound(
+              b -> {
+                b.acquisitions.increment();
+                stop(termSample.getAndSet(b.term.start()));
+              });
+        });
   }
 
   /**
@@ -239,14 +232,7 @@ public final class LeaderMetrics implements LeaderListener, MeterBinder, AutoClo
    */
   @Override
   public void onRefreshSucceeded(Term term, Duration duration) {
-    try {
-      Bound b = bound;
-      if (b != null) {
-        b.refreshSuccess.record(duration);
-      }
-    } catch (RuntimeException e) {
-      warn("onRefreshSucceeded", e);
-    }
+    safely("onRefreshSucceeded", () -> ifBound(b -> b.refreshSuccess.record(duration)));
   }
 
   /**
@@ -258,14 +244,7 @@ public final class LeaderMetrics implements LeaderListener, MeterBinder, AutoClo
    */
   @Override
   public void onRefreshFailed(Term term, Duration duration, Throwable error) {
-    try {
-      Bound b = bound;
-      if (b != null) {
-        b.refreshFailure.record(duration);
-      }
-    } catch (RuntimeException e) {
-      warn("onRefreshFailed", e);
-    }
+    safely("onRefreshFailed", () -> ifBound(b -> b.refreshFailure.record(duration)));
   }
 
   /**
@@ -278,18 +257,35 @@ public final class LeaderMetrics implements LeaderListener, MeterBinder, AutoClo
    */
   @Override
   public void onLost(Term term, LossReason reason, Throwable cause) {
+    safely(
+        "onLost",
+        () -> {
+          leader.set(false);
+          stop(termSample.getAndSet(null));
+          ifBound(
+              b -> {
+                b.lostTerms.get(reason).increment();
+                if (reason == LossReason.SELF_FENCED) {
+                  b.selfFenced.increment();
+                }
+              });
+        });
+  }
+
+  /** Runs a listener body; a failure is logged, never thrown into the loop. */
+  private void safely(String method, Runnable body) {
     try {
-      leader.set(false);
-      stop(termSample.getAndSet(null));
-      Bound b = bound;
-      if (b != null) {
-        b.lostTerms.get(reason).increment();
-        if (reason == LossReason.SELF_FENCED) {
-          b.selfFenced.increment();
-        }
-      }
+      body.run();
     } catch (RuntimeException e) {
-      warn("onLost", e);
+      warn(method, e);
+    }
+  }
+
+  /** Acts on the bound meters, if {@link #bindTo} has run and {@link #close} has not. */
+  private void ifBound(java.util.function.Consumer<Bound> action) {
+    Bound b = bound;
+    if (b != null) {
+      action.accept(b);
     }
   }
 

@@ -14,10 +14,7 @@ import dev.retsu.lock.Term;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
-import java.sql.Connection;
-import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -98,29 +95,12 @@ class QueueStateFailoverIntegrationTest {
     }
 
     Replica start() {
-      run = loop.start(ctx -> queueMetrics.record(ctx.withConnection(Replica::collect)));
+      run =
+          loop.start(
+              ctx ->
+                  queueMetrics.record(
+                      ctx.withConnection(ReadmeSnippetsTest.QueueStateCollector::collect)));
       return this;
-    }
-
-    static QueueStateSnapshot collect(Connection c) throws SQLException {
-      long start = System.nanoTime();
-      QueueStateSnapshot.Builder b = QueueStateSnapshot.builder();
-      try (Statement s = c.createStatement();
-          ResultSet rs =
-              s.executeQuery(
-                  "SELECT name, ready, in_flight, scheduled, dead, oldest_ready_age_seconds"
-                      + " FROM queue_state")) {
-        while (rs.next()) {
-          b.queue(
-              rs.getString(1),
-              rs.getLong(2),
-              rs.getLong(3),
-              rs.getLong(4),
-              rs.getLong(5),
-              rs.getDouble(6));
-        }
-      }
-      return b.collectionDuration(Duration.ofNanos(System.nanoTime() - start)).build();
     }
 
     double attemptsHeldElsewhere() {
@@ -272,7 +252,8 @@ class QueueStateFailoverIntegrationTest {
               if (refreshes.incrementAndGet() == 3) {
                 throw new IllegalStateException("state query failed");
               }
-              a.queueMetrics.record(ctx.withConnection(Replica::collect));
+              a.queueMetrics.record(
+                  ctx.withConnection(ReadmeSnippetsTest.QueueStateCollector::collect));
             });
 
     ExecutionException exit =
