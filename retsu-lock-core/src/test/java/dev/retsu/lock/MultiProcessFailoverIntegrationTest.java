@@ -4,11 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.retsu.lock.testing.PostgresExtension;
+import dev.retsu.lock.testing.ProcessOutput;
 import dev.retsu.lock.testing.TestDatabase;
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -38,23 +36,7 @@ class MultiProcessFailoverIntegrationTest {
     Candidate(String id, Process process) {
       this.id = id;
       this.process = process;
-      Thread reader =
-          new Thread(
-              () -> {
-                try (BufferedReader r =
-                    new BufferedReader(
-                        new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
-                  String line;
-                  while ((line = r.readLine()) != null) {
-                    lines.add(line);
-                  }
-                } catch (IOException e) {
-                  lines.add("READ-ERROR " + e);
-                }
-              },
-              "retsu-lock-test-reader-" + id);
-      reader.setDaemon(true);
-      reader.start();
+      ProcessOutput.follow(process, "retsu-lock-test-reader-" + id, lines::add);
     }
 
     boolean acquired() {

@@ -156,7 +156,7 @@ public final class BenchmarkMain {
           report.scale(scale.oneKey(profile.oneKeyCandidates(), retry, "poll"));
           report.write(out);
         }
-        if (RetsuTakeover.waitAvailable() && profile.oneKeyCandidates() > 0) {
+        if (profile.oneKeyCandidates() > 0) {
           Progress.log("scale: %d loops on one key, WAIT", profile.oneKeyCandidates());
           report.scale(
               scale.oneKey(profile.oneKeyCandidates(), LeaderLoop.DEFAULT_RETRY_INTERVAL, "wait"));

@@ -172,7 +172,7 @@ public final class CandidateMain {
         new java.util.concurrent.atomic.AtomicLong();
     Object guard = new Object();
     ScheduledExecutorService ticker =
-        Executors.newSingleThreadScheduledExecutor(r -> named(r, "bench-shedlock-tick"));
+        Executors.newSingleThreadScheduledExecutor(r -> named(r, "retsu-lock-bench-shedlock-tick"));
     ticker.scheduleWithFixedDelay(
         () -> {
           long start = System.nanoTime();
@@ -217,7 +217,8 @@ public final class CandidateMain {
         spec.retry().toMillis(),
         TimeUnit.MILLISECONDS);
     ScheduledExecutorService watchdog =
-        Executors.newSingleThreadScheduledExecutor(r -> named(r, "bench-shedlock-watchdog"));
+        Executors.newSingleThreadScheduledExecutor(
+            r -> named(r, "retsu-lock-bench-shedlock-watchdog"));
     watchdog.scheduleWithFixedDelay(
         () -> {
           synchronized (guard) {
@@ -256,7 +257,7 @@ public final class CandidateMain {
                   ds.close();
                   done.countDown();
                 },
-                "bench-shedlock-shutdown"));
+                "retsu-lock-bench-shedlock-shutdown"));
     done.await();
   }
 
@@ -301,7 +302,8 @@ public final class CandidateMain {
     initiator.start();
     emit("READY", "");
     ScheduledExecutorService ticker =
-        Executors.newSingleThreadScheduledExecutor(r -> named(r, "bench-spring-refresh"));
+        Executors.newSingleThreadScheduledExecutor(
+            r -> named(r, "retsu-lock-bench-spring-refresh"));
     ticker.scheduleWithFixedDelay(
         () -> {
           if (granted.get()) {
@@ -337,7 +339,7 @@ public final class CandidateMain {
                   ds.close();
                   done.countDown();
                 },
-                "bench-spring-shutdown"));
+                "retsu-lock-bench-spring-shutdown"));
     done.await();
   }
 

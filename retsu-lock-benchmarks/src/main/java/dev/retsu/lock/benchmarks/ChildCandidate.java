@@ -35,7 +35,7 @@ final class ChildCandidate implements AutoCloseable {
     this.spec = spec;
     this.proxy = proxy;
     this.process = process;
-    Thread reader = new Thread(this::read, "bench-reader-" + id);
+    Thread reader = new Thread(this::read, "retsu-lock-bench-reader-" + id);
     reader.setDaemon(true);
     reader.start();
   }

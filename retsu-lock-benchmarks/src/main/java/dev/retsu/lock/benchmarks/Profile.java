@@ -69,54 +69,16 @@ record Profile(
     if (smoke) {
       Duration r = Duration.ofMillis(500);
       c.add(
-          new FailoverBenchmark.Config(
+          smokeRetsu(
               "retsu-poll",
-              "retsu-lock " + versionsRetsu,
+              versionsRetsu,
+              "poll",
+              r,
               "POLL, retry 0.5 s; smoke safety knobs: heartbeat 0.5 s, self-fence 2 s, keepalive"
-                  + " 2+1x1 s, idle_session_timeout 4 s",
-              new CandidateSpec(
-                  Impl.RETSU,
-                  "poll",
-                  null,
-                  null,
-                  null,
-                  0,
-                  r,
-                  r,
-                  null,
-                  Duration.ofMillis(500),
-                  Duration.ofSeconds(2),
-                  Duration.ofSeconds(2),
-                  Duration.ofSeconds(1),
-                  1,
-                  Duration.ofSeconds(4)),
-              reps,
-              Duration.ofSeconds(6)));
-      if (RetsuTakeover.waitAvailable()) {
-        c.add(
-            new FailoverBenchmark.Config(
-                "retsu-wait",
-                "retsu-lock " + versionsRetsu,
-                "WAIT, retry 0.5 s; smoke safety knobs",
-                new CandidateSpec(
-                    Impl.RETSU,
-                    "wait",
-                    null,
-                    null,
-                    null,
-                    0,
-                    r,
-                    r,
-                    null,
-                    Duration.ofMillis(500),
-                    Duration.ofSeconds(2),
-                    Duration.ofSeconds(2),
-                    Duration.ofSeconds(1),
-                    1,
-                    Duration.ofSeconds(4)),
-                reps,
-                Duration.ofSeconds(6)));
-      }
+                  + " 2+1x1 s, idle_session_timeout 4 s"));
+      c.add(
+          smokeRetsu(
+              "retsu-wait", versionsRetsu, "wait", r, "WAIT, retry 0.5 s; smoke safety knobs"));
       c.add(
           peer(
               "shedlock",
@@ -151,16 +113,14 @@ record Profile(
             one,
             reps,
             "POLL, retry 1 s, refresh 1 s; safety knobs at defaults"));
-    if (RetsuTakeover.waitAvailable()) {
-      c.add(
-          retsu(
-              "retsu-wait-1s",
-              versionsRetsu,
-              "wait",
-              one,
-              reps,
-              "WAIT, retry 1 s, refresh 1 s; safety knobs at defaults"));
-    }
+    c.add(
+        retsu(
+            "retsu-wait-1s",
+            versionsRetsu,
+            "wait",
+            one,
+            reps,
+            "WAIT, retry 1 s, refresh 1 s; safety knobs at defaults"));
     c.add(
         peer(
             "shedlock-1s",
@@ -243,6 +203,33 @@ record Profile(
             null),
         reps,
         interval.plus(Duration.ofSeconds(45)));
+  }
+
+  /** A retsu config for the CI smoke run, with short safety knobs so rounds take seconds. */
+  private FailoverBenchmark.Config smokeRetsu(
+      String name, String version, String mode, Duration interval, String settings) {
+    return new FailoverBenchmark.Config(
+        name,
+        "retsu-lock " + version,
+        settings,
+        new CandidateSpec(
+            Impl.RETSU,
+            mode,
+            null,
+            null,
+            null,
+            0,
+            interval,
+            interval,
+            null,
+            Duration.ofMillis(500),
+            Duration.ofSeconds(2),
+            Duration.ofSeconds(2),
+            Duration.ofSeconds(1),
+            1,
+            Duration.ofSeconds(4)),
+        reps,
+        Duration.ofSeconds(6));
   }
 
   private static FailoverBenchmark.Config peer(

@@ -8,11 +8,6 @@ final class RetsuTakeover {
 
   private RetsuTakeover() {}
 
-  /** Returns whether this build of retsu-lock offers the WAIT takeover mode. */
-  static boolean waitAvailable() {
-    return true;
-  }
-
   static void apply(LeaderLoop.Builder builder, String mode) {
     switch (mode) {
       case "poll" -> builder.takeover(TakeoverMode.POLL);

@@ -150,7 +150,7 @@ final class ScaleBenchmark {
                   slowest.accumulateAndGet(System.nanoTime() - t0, Math::max);
                 }
               },
-              "bench-scale-close");
+              "retsu-lock-bench-scale-close");
       t.setDaemon(true);
       t.start();
       closers.add(t);
@@ -186,7 +186,7 @@ final class ScaleBenchmark {
         Executors.newScheduledThreadPool(
             8,
             r -> {
-              Thread t = new Thread(r, "bench-scale-driver");
+              Thread t = new Thread(r, "retsu-lock-bench-scale-driver");
               t.setDaemon(true);
               return t;
             });
@@ -272,21 +272,12 @@ final class ScaleBenchmark {
       }
       pool.shutdownNow();
       pool.awaitTermination(30, TimeUnit.SECONDS);
-      keys.parallelStream()
-          .forEach(
-              d -> {
-                for (int c = 0; c < 2; c++) {
-                  if (d.leases[c] != null) {
-                    d.leases[c].close();
-                    d.leases[c] = null;
-                  }
-                }
-              });
+      closeLeases(keys);
       ScheduledExecutorService restarted =
           Executors.newScheduledThreadPool(
               8,
               r -> {
-                Thread t = new Thread(r, "bench-scale-driver-2");
+                Thread t = new Thread(r, "retsu-lock-bench-scale-driver-2");
                 t.setDaemon(true);
                 return t;
               });
@@ -314,15 +305,7 @@ final class ScaleBenchmark {
     } finally {
       pool.shutdownNow();
       pool.awaitTermination(30, TimeUnit.SECONDS);
-      keys.parallelStream()
-          .forEach(
-              d -> {
-                for (int c = 0; c < 2; c++) {
-                  if (d.leases[c] != null) {
-                    d.leases[c].close();
-                  }
-                }
-              });
+      closeLeases(keys);
     }
     return results;
   }
@@ -400,5 +383,19 @@ final class ScaleBenchmark {
           cpu0 < 0 || cpu1 < 0 ? -1 : 100 * (cpu1 - cpu0) / seconds,
           connections);
     }
+  }
+
+  /** Ends every session the driven keys hold (leases are idempotent to close). */
+  private static void closeLeases(List<Driven> keys) {
+    keys.parallelStream()
+        .forEach(
+            d -> {
+              for (int c = 0; c < 2; c++) {
+                if (d.leases[c] != null) {
+                  d.leases[c].close();
+                  d.leases[c] = null;
+                }
+              }
+            });
   }
 }

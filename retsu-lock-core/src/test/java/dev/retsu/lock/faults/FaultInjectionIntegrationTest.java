@@ -22,6 +22,8 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * Scenarios 1 to 6 and 9 of the fault suite: candidates are separate JVMs behind fault proxies,
@@ -96,24 +98,14 @@ class FaultInjectionIntegrationTest {
         ROUNDS);
   }
 
-  @Test
-  void postgresFastRestartWhileLeading(TestDatabase db) throws Exception {
+  @ParameterizedTest
+  @EnumSource(ShutdownMode.class)
+  void postgresRestartWhileLeading(ShutdownMode mode, TestDatabase db) throws Exception {
     Assumptions.assumeTrue(db.server().supportsRestart(), "needs a server the tests can restart");
     scenario(
         db,
-        "restart-fast",
-        (fleet, leader, d) -> d.server().restart(ShutdownMode.FAST),
-        TakeoverMode.POLL,
-        ROUNDS);
-  }
-
-  @Test
-  void postgresImmediateRestartWhileLeading(TestDatabase db) throws Exception {
-    Assumptions.assumeTrue(db.server().supportsRestart(), "needs a server the tests can restart");
-    scenario(
-        db,
-        "restart-immediate",
-        (fleet, leader, d) -> d.server().restart(ShutdownMode.IMMEDIATE),
+        "restart-" + mode.name().toLowerCase(java.util.Locale.ROOT),
+        (fleet, leader, d) -> d.server().restart(mode),
         TakeoverMode.POLL,
         ROUNDS);
   }

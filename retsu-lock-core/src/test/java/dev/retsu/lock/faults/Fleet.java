@@ -4,10 +4,9 @@ import static org.awaitility.Awaitility.await;
 
 import dev.retsu.lock.TakeoverMode;
 import dev.retsu.lock.testing.FaultProxy;
+import dev.retsu.lock.testing.ProcessOutput;
 import dev.retsu.lock.testing.TestDatabase;
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -45,33 +44,18 @@ final class Fleet implements AutoCloseable {
       this.id = id;
       this.proxy = proxy;
       this.process = process;
-      reader =
-          new Thread(
-              () -> {
-                try (BufferedReader r =
-                    new BufferedReader(
-                        new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
-                  String line;
-                  while ((line = r.readLine()) != null) {
-                    String[] parts = line.split(" ");
-                    if (parts.length >= 3 && parts[0].equals("T")) {
-                      Event e =
-                          new Event(
-                              Long.parseLong(parts[1]),
-                              id,
-                              parts[2],
-                              List.of(parts).subList(3, parts.length));
-                      events.add(e);
-                      all.add(e);
-                    }
-                  }
-                } catch (IOException | RuntimeException e) {
-                  // the process is gone
-                }
-              },
-              "retsu-lock-test-fleet-" + id);
-      reader.setDaemon(true);
-      reader.start();
+      reader = ProcessOutput.follow(process, "retsu-lock-test-fleet-" + id, this::accept);
+    }
+
+    private void accept(String line) {
+      String[] parts = line.split(" ");
+      if (parts.length >= 3 && parts[0].equals("T")) {
+        Event e =
+            new Event(
+                Long.parseLong(parts[1]), id, parts[2], List.of(parts).subList(3, parts.length));
+        events.add(e);
+        all.add(e);
+      }
     }
 
     boolean alive() {
