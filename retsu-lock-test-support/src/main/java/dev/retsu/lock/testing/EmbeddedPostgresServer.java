@@ -172,8 +172,17 @@ public final class EmbeddedPostgresServer implements PostgresServer {
   public EmbeddedPostgresServer startStreamingReplica() {
     lock.lock();
     try {
+      // Pick the replica's port while this server still holds its own: once stopped, its port
+      // is free and could be handed out again.
+      int replicaPort;
+      try {
+        replicaPort = freePort();
+      } catch (IOException e) {
+        throw new UncheckedIOException("cannot find a port for the replica", e);
+      }
       stop(ShutdownMode.FAST);
       Builder b = builder();
+      b.port = replicaPort;
       b.binDir = binDir;
       b.settings.clear();
       b.settings.putAll(settings);
@@ -326,10 +335,14 @@ public final class EmbeddedPostgresServer implements PostgresServer {
         throw new IllegalStateException(
             "PostgreSQL exited with status " + postmaster.exitValue() + " on start:\n" + logTail());
       }
-      try (Connection c = connect("postgres")) {
-        if (c.isValid(5)) {
+      try (Connection c = connect("postgres");
+          java.sql.Statement st = c.createStatement();
+          java.sql.ResultSet rs = st.executeQuery("SHOW data_directory")) {
+        // Whoever answers on the port must be this server, not another that holds it.
+        if (rs.next() && Path.of(rs.getString(1)).equals(dataDir)) {
           return;
         }
+        last = new SQLException("port " + port + " is served by another PostgreSQL");
       } catch (SQLException e) {
         last = e;
       }
