@@ -1,17 +1,20 @@
 package dev.retsu.lock;
 
-import dev.retsu.lock.internal.LeaseConnections;
-import dev.retsu.lock.internal.PgSessionWaiter;
+import dev.retsu.lock.internal.PgSession;
+import dev.retsu.lock.internal.SessionGuard;
 import dev.retsu.lock.internal.SessionTerminator;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Instant;
 import java.util.List;
+import java.util.Locale;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.ReentrantLock;
+import org.postgresql.PGNotification;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -21,7 +24,9 @@ import org.slf4j.LoggerFactory;
  *
  * <ul>
  *   <li>leader work runs on it, through {@link #connection()} or {@link #withConnection}, so the
- *       work and the lock can never drift apart onto different sessions;
+ *       work and the lock can never drift apart onto different sessions. No object reachable from
+ *       that connection (statements, result sets, metadata, {@code getConnection()}, {@code
+ *       unwrap}) hands out the pooled handle or the physical session;
  *   <li>{@link #verify()} and {@link #isHeld()} prove in one round trip that the session is alive,
  *       still holds the lock, and is the same backend as at acquisition;
  *   <li>{@link #close()} ends the physical session (never returns it to a pool), which releases the
@@ -29,12 +34,26 @@ import org.slf4j.LoggerFactory;
  *       when another thread is inside a call on the session, the connection is aborted.
  * </ul>
  *
- * <p>Thread-safe. Round trips on the session are serialised by a {@link ReentrantLock} (no {@code
- * synchronized}, so virtual threads do not pin).
+ * <p>Thread-safe. Every call on the session, through the view or the lease, is serialised by one
+ * {@link ReentrantLock} (no {@code synchronized}, so virtual threads do not pin).
  */
 public final class AdvisoryLockLease implements AutoCloseable {
 
   private static final Logger LOG = LoggerFactory.getLogger(AdvisoryLockLease.class);
+
+  /** What the lease tells the term that owns it; every method is called with the I/O lock held. */
+  interface Watcher {
+    Watcher NONE = new Watcher() {};
+
+    /** A statement on the session completed; it started at {@code startNanos}. */
+    default void roundTrip(long startNanos) {}
+
+    /** A call on the session failed with a session-lost SQLState. */
+    default void sessionLost(SQLException e) {}
+
+    /** SQL that may release session locks was sent (unlock functions, DISCARD). */
+    default void unlockSuspected() {}
+  }
 
   private final AdvisoryLock lock;
   private final Connection session;
@@ -42,28 +61,67 @@ public final class AdvisoryLockLease implements AutoCloseable {
   private final int backendPid;
   private final Instant acquiredAt;
   private final List<String> sessionSettings;
+  private final String database;
   private final ReentrantLock io = new ReentrantLock();
   private final AtomicBoolean open = new AtomicBoolean(true);
-  private final String checkSql;
+  private volatile Watcher watcher = Watcher.NONE;
+  private volatile boolean droppedNotifications;
 
   AdvisoryLockLease(
       AdvisoryLock lock,
       Connection session,
       int backendPid,
       Instant acquiredAt,
-      List<String> sessionSettings) {
+      List<String> sessionSettings,
+      String database) {
     this.lock = lock;
     this.session = session;
     this.backendPid = backendPid;
     this.acquiredAt = acquiredAt;
     this.sessionSettings = sessionSettings;
-    this.view = LeaseConnections.guard(session, open::get, lock.context());
-    this.checkSql =
-        "SELECT pg_backend_pid(), EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory'"
-            + " AND l.granted AND l.pid = pg_backend_pid() AND l.database = (SELECT oid FROM"
-            + " pg_database WHERE datname = current_database()) AND "
-            + lock.key().pgLocksPredicate("l")
-            + ")";
+    this.database = database;
+    this.view = SessionGuard.guard(session, new Hooks(), lock.context());
+  }
+
+  /** Routes the guarded graph's calls through the lease's I/O lock and to its watcher. */
+  private final class Hooks implements SessionGuard.Hooks {
+    @Override
+    public void enter() throws SQLException {
+      io.lock();
+      if (!open.get()) {
+        io.unlock();
+        throw closedException();
+      }
+    }
+
+    @Override
+    public void exit(long startNanos, boolean roundTrip, SQLException failure) {
+      try {
+        if (failure != null && Diagnostics.isSessionLost(failure.getSQLState())) {
+          watcher.sessionLost(failure);
+        } else if (failure == null && roundTrip) {
+          watcher.roundTrip(startNanos);
+        }
+      } finally {
+        io.unlock();
+      }
+    }
+
+    @Override
+    public void sql(String sql) {
+      String s = sql.toLowerCase(Locale.ROOT);
+      if (s.contains("unlock") || s.contains("discard")) {
+        watcher.unlockSuspected();
+      }
+    }
+  }
+
+  private SQLException closedException() {
+    return new SQLException("The lease is closed " + lock.context(), "08003");
+  }
+
+  void watch(Watcher w) {
+    this.watcher = Objects.requireNonNull(w);
   }
 
   /**
@@ -85,17 +143,25 @@ public final class AdvisoryLockLease implements AutoCloseable {
   }
 
   /**
-   * Returns the backend pid of the session that holds the lock. Operators end the lease with {@code
-   * SELECT pg_terminate_backend(pid)}.
+   * Returns the backend pid of the session that holds the lock.
    *
-   * @return the pid recorded at acquisition
+   * @return the pid
    */
   public int backendPid() {
     return backendPid;
   }
 
   /**
-   * Returns when the lock was taken (wall clock).
+   * Returns the database the lock is in (advisory locks are per database).
+   *
+   * @return the database name
+   */
+  public String database() {
+    return database;
+  }
+
+  /**
+   * Returns when the lock was taken.
    *
    * @return the instant
    */
@@ -104,9 +170,9 @@ public final class AdvisoryLockLease implements AutoCloseable {
   }
 
   /**
-   * Returns the session settings the server accepted at acquisition.
+   * Returns the session settings the server applied when the lock was taken.
    *
-   * @return setting names
+   * @return the setting names
    */
   public List<String> sessionSettings() {
     return sessionSettings;
@@ -124,8 +190,10 @@ public final class AdvisoryLockLease implements AutoCloseable {
 
   /**
    * Returns the lease's connection, the only one leader work should use. Its {@code close()} does
-   * nothing (the lease owns the session), {@code abort()} is refused, and once the lease is closed
-   * every call fails with SQLState 08003.
+   * nothing (the lease owns the session), {@code abort()} is refused, {@code unwrap} hands out
+   * nothing but the view itself (SQLState 0A000 otherwise), and once the lease is closed every call
+   * fails with SQLState 08003. The same holds for every statement, result set and metadata object
+   * obtained from it.
    *
    * @return a view of the lease's connection
    */
@@ -134,19 +202,19 @@ public final class AdvisoryLockLease implements AutoCloseable {
   }
 
   /**
-   * Runs work on the lease's connection, serialised with the lease's own round trips.
+   * Runs work on the lease's connection, with no other call on the session in between.
    *
    * @param work the work
    * @param <T> its result type
-   * @return the work's result
-   * @throws SQLException from the work; SQLState 08003 when the lease is closed
+   * @return what the work returned
+   * @throws SQLException what the work threw, or 08003 if the lease is closed
    */
   public <T> T withConnection(SqlFunction<T> work) throws SQLException {
     Objects.requireNonNull(work, "work");
     io.lock();
     try {
       if (!open.get()) {
-        throw new SQLException("The lease is closed " + lock.context(), "08003");
+        throw closedException();
       }
       return work.apply(view);
     } finally {
@@ -159,8 +227,10 @@ public final class AdvisoryLockLease implements AutoCloseable {
    * is the backend recorded at acquisition, and holds the lock.
    *
    * @throws LeadershipLostException if not: {@link LossReason#SESSION_LOST} (the SQLException is
-   *     the cause), {@link LossReason#LOCK_NOT_HELD}, {@link LossReason#POOLER_DETECTED} (an {@link
-   *     UnsafeSessionException}), or {@link LossReason#CLOSED}. The lease stays open; close it.
+   *     the cause), {@link LossReason#LOCK_NOT_HELD}, {@link LossReason#POOLER_DETECTED}, or {@link
+   *     LossReason#CLOSED}. The lease stays open; close it.
+   * @throws AdvisoryLockException if the check could not run on a live session (for example inside
+   *     a failed transaction): ownership is then unknown, not lost
    */
   public void verify() {
     verify(lock.timeoutMillis());
@@ -179,7 +249,7 @@ public final class AdvisoryLockLease implements AutoCloseable {
       try {
         int previous = session.getNetworkTimeout();
         session.setNetworkTimeout(AdvisoryLock.DIRECT, Math.max(1, timeoutMillis));
-        try (PreparedStatement ps = session.prepareStatement(checkSql)) {
+        try (PreparedStatement ps = session.prepareStatement(SessionSql.ownership(lock.key()))) {
           lock.key().bindLocks(ps, 1);
           try (ResultSet rs = ps.executeQuery()) {
             rs.next();
@@ -189,23 +259,27 @@ public final class AdvisoryLockLease implements AutoCloseable {
         }
         session.setNetworkTimeout(AdvisoryLock.DIRECT, previous);
       } catch (SQLException e) {
-        throw new LeadershipLostException(
-            LossReason.SESSION_LOST,
-            "The ownership check failed (SQLState " + e.getSQLState() + ")",
+        if (Diagnostics.isSessionLost(e.getSQLState())) {
+          throw new LeadershipLostException(
+              LossReason.SESSION_LOST,
+              "The ownership check failed (SQLState " + e.getSQLState() + ")",
+              lock.key(),
+              lock.candidateId(),
+              e);
+        }
+        throw new AdvisoryLockException(
+            "The ownership check could not run (SQLState " + e.getSQLState() + ")",
             lock.key(),
             lock.candidateId(),
             e);
       }
       if (pid != backendPid) {
-        throw new UnsafeSessionException(
+        throw new LeadershipLostException(
             LossReason.POOLER_DETECTED,
-            "The backend changed from pid "
-                + backendPid
-                + " to "
-                + pid
-                + ": a transaction-mode pooler is in between",
+            Refusals.pidChanged(backendPid, pid, lock.key(), lock.candidateId()).getMessage(),
             lock.key(),
-            lock.candidateId());
+            lock.candidateId(),
+            null);
       }
       if (!held) {
         throw new LeadershipLostException(
@@ -221,35 +295,6 @@ public final class AdvisoryLockLease implements AutoCloseable {
   }
 
   /**
-   * Waits up to {@code millis} on the session's socket, returning early when the server ends the
-   * session. Falls back to a plain wait when pgjdbc is not there.
-   *
-   * @return false if no socket wait was possible (the caller should sleep instead)
-   * @throws SQLException when the session ends or breaks while waiting
-   */
-  boolean awaitSessionEvent(int millis) throws SQLException {
-    if (!PgSessionWaiter.AVAILABLE) {
-      return false;
-    }
-    io.lock();
-    try {
-      if (!open.get()) {
-        throw new SQLException("The lease is closed " + lock.context(), "08003");
-      }
-      int notifications = PgSessionWaiter.await(session, millis);
-      if (notifications > 0) {
-        LOG.debug(
-            "{} Dropped {} notifications that arrived on the lease's session",
-            lock.context(),
-            notifications);
-      }
-      return notifications >= 0;
-    } finally {
-      io.unlock();
-    }
-  }
-
-  /**
    * Returns whether {@link #verify()} succeeds; the reason for a {@code false} is logged at DEBUG.
    *
    * @return true if this session provably still holds the lock
@@ -258,15 +303,147 @@ public final class AdvisoryLockLease implements AutoCloseable {
     try {
       verify();
       return true;
-    } catch (LeadershipLostException e) {
-      LOG.debug("{} Lease no longer held: {}", lock.context(), e.getMessage());
+    } catch (AdvisoryLockException e) {
+      LOG.debug("{} Lease not proven held: {}", lock.context(), e.getMessage());
       return false;
     }
   }
 
+  /** What the socket shows, without a round trip; waits for a busy session's call to end. */
+  PgSession.Evidence probe() {
+    io.lock();
+    try {
+      return open.get() ? PgSession.probe(session) : PgSession.Evidence.ENDED;
+    } finally {
+      io.unlock();
+    }
+  }
+
+  /** Whether the session is free right now (no call in progress on another thread). */
+  boolean tryLockIo() {
+    return io.tryLock();
+  }
+
+  void unlockIo() {
+    io.unlock();
+  }
+
   /**
-   * Ends the session, which releases the lock on the server at once. Never returns the session to a
-   * pool. Idempotent; never throws.
+   * Whether a probe round trip now would leave a user's transaction as it is: false while
+   * autocommit is off and no transaction has started (a statement would start one and take its
+   * snapshot), or inside a failed transaction. Call with the I/O lock held.
+   */
+  boolean canProveNow() {
+    try {
+      PgSession.Transaction tx = PgSession.transaction(session);
+      if (tx == PgSession.Transaction.FAILED) {
+        return false;
+      }
+      return session.getAutoCommit() || tx == PgSession.Transaction.OPEN;
+    } catch (SQLException e) {
+      return true; // the check itself will report what is wrong with the session
+    }
+  }
+
+  /**
+   * Waits up to {@code millis} for anything on the session's socket; an SQLException means the
+   * session ended. Notifications that arrive are consumed (the lease's session is not for LISTEN);
+   * the first time per lease that happens is logged at WARN.
+   *
+   * @return false if this cannot wait on the socket (no pgjdbc, or inside a transaction)
+   */
+  boolean awaitSessionEvent(int millis) throws SQLException {
+    io.lock();
+    try {
+      if (!open.get()) {
+        throw closedException();
+      }
+      PGNotification[] notes = PgSession.await(session, millis);
+      if (notes == null) {
+        return false;
+      }
+      if (notes.length > 0 && !droppedNotifications) {
+        droppedNotifications = true;
+        LOG.warn(
+            "{} Dropped a notification on channel {} that arrived on the lease's session: the"
+                + " leader waits on this session, so LISTEN on it is not supported; use another"
+                + " connection",
+            lock.context(),
+            notes[0].getName());
+      }
+      return true;
+    } finally {
+      io.unlock();
+    }
+  }
+
+  /**
+   * Puts the session back in autocommit with no transaction open, after user work: rolls back what
+   * was left uncommitted.
+   *
+   * @return true if something had to be rolled back or autocommit turned back on
+   */
+  boolean restoreAutocommit() throws SQLException {
+    io.lock();
+    try {
+      if (!open.get()) {
+        return false;
+      }
+      if (!session.getAutoCommit()) {
+        session.rollback();
+        session.setAutoCommit(true);
+        return true;
+      }
+      PgSession.Transaction tx = PgSession.transaction(session);
+      if (tx == PgSession.Transaction.OPEN || tx == PgSession.Transaction.FAILED) {
+        try (Statement s = session.createStatement()) {
+          s.execute("ROLLBACK");
+        }
+        return true;
+      }
+      return false;
+    } finally {
+      io.unlock();
+    }
+  }
+
+  /** Takes the term's fencing token on this session; checks the backend did not change. */
+  FencingToken fencingToken() throws SQLException {
+    io.lock();
+    try {
+      if (!open.get()) {
+        throw closedException();
+      }
+      try (PreparedStatement ps = session.prepareStatement(SessionSql.fencingToken())) {
+        ps.setString(1, lock.applicationName());
+        try (ResultSet rs = ps.executeQuery()) {
+          rs.next();
+          int pid = rs.getInt(4);
+          if (pid != backendPid) {
+            throw Refusals.pidChanged(backendPid, pid, lock.key(), lock.candidateId());
+          }
+          return new FencingToken(rs.getInt(2), rs.getLong(1));
+        }
+      }
+    } finally {
+      io.unlock();
+    }
+  }
+
+  /**
+   * Ends the session at once without writing to it (self-fencing: no socket write that could
+   * block). Idempotent; never throws.
+   */
+  void abort() {
+    if (open.compareAndSet(true, false)) {
+      SessionTerminator.endSession(lock.dataSource(), session, true, lock.context());
+      LOG.debug("{} Lease aborted; session of backend pid {} ended", lock.context(), backendPid);
+    }
+  }
+
+  /**
+   * Ends the physical session, which releases the lock on the server. Never returns it to a pool.
+   * Idempotent; never throws.
    */
   @Override
   public void close() {
@@ -283,6 +460,8 @@ public final class AdvisoryLockLease implements AutoCloseable {
         + lock.context()
         + "{pid="
         + backendPid
+        + ", database="
+        + database
         + ", acquiredAt="
         + acquiredAt
         + (open.get() ? "" : ", closed")

@@ -1,38 +1,21 @@
 package dev.retsu.lock;
 
+import dev.retsu.lock.internal.Checks;
 import java.sql.SQLException;
 
-/** Formatting helpers for messages and logs. */
+/** Formatting helpers for messages and logs, and the one rule for "this session ended". */
 final class Diagnostics {
-
-  private static final int MAX = 120;
 
   private Diagnostics() {}
 
-  /** Shortens long text and shows control characters, so a bad input cannot flood a log. */
   static String shorten(String text) {
-    StringBuilder sb = new StringBuilder();
-    int limit = Math.min(text.length(), MAX);
-    for (int i = 0; i < limit; i++) {
-      char c = text.charAt(i);
-      if (Character.isISOControl(c)) {
-        sb.append(String.format("\\u%04x", (int) c));
-      } else {
-        sb.append(c);
-      }
-    }
-    if (text.length() > MAX) {
-      sb.append("...(").append(text.length()).append(" chars)");
-    }
-    return sb.toString();
+    return Checks.shorten(text);
   }
 
-  /** The identity every log line and exception message carries. */
   static String context(LockKey key, String candidateId) {
     return "[lock=" + key + ", candidate=" + candidateId + "]";
   }
 
-  /** The first SQLState found along a cause chain, or null. */
   static String sqlState(Throwable t) {
     for (Throwable c = t; c != null; c = c.getCause()) {
       if (c instanceof SQLException && ((SQLException) c).getSQLState() != null) {
@@ -43,9 +26,10 @@ final class Diagnostics {
   }
 
   /**
-   * Whether a SQLState means the session is gone: connection errors (class 08) and the server
-   * ending the session (57P01 admin shutdown/terminate, 57P02 crash shutdown, 57P03 cannot connect
-   * now, 57P05 idle session timeout).
+   * Whether an SQLState says the session is gone, and with it every session lock: connection
+   * exceptions (08xxx), administrator or crash shutdown and termination (57P01, 57P02, 57P03),
+   * {@code idle_session_timeout} (57P05), {@code idle_in_transaction_session_timeout} (25P03) and
+   * {@code transaction_timeout} (25P04).
    */
   static boolean isSessionLost(String sqlState) {
     return sqlState != null
@@ -53,6 +37,8 @@ final class Diagnostics {
             || sqlState.equals("57P01")
             || sqlState.equals("57P02")
             || sqlState.equals("57P03")
-            || sqlState.equals("57P05"));
+            || sqlState.equals("57P05")
+            || sqlState.equals("25P03")
+            || sqlState.equals("25P04"));
   }
 }

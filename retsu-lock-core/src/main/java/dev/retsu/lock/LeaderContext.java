@@ -45,25 +45,38 @@ public interface LeaderContext {
   }
 
   /**
-   * Returns whether this term is still on: not ended, and its self-fencing deadline not passed.
-   * Cheap: no round trip.
+   * Returns whether this term is still on: not ended, and its self-fencing deadline not passed. A
+   * local hint with no I/O: it does not read the session's socket, so use {@link #ensureLeader()}
+   * before an effect.
    *
    * @return true while leading
    */
   boolean isLeader();
 
   /**
-   * Throws unless {@link #isLeader()}. Call it before every side effect outside the database.
+   * Checks, without a round trip, that this candidate may still act as leader; call it right before
+   * every effect the lock guards. It fails when the term has ended or its self-fencing deadline
+   * passed, when any statement on the lease's session (through any JDBC object reachable from it)
+   * failed with a session-lost SQLState, and when the server has already told the client that the
+   * session ended: a FATAL, EOF or reset already on the session's socket (read with pgjdbc, waiting
+   * at most about a millisecond). After SQL that may have released the lock on the session itself
+   * (an unlock function or {@code DISCARD}), or on a driver whose socket cannot be read, it does
+   * what {@link #proveLeader()} does instead.
    *
-   * @throws LeadershipLostException if the term is over or its self-fencing deadline passed
+   * <p>What it cannot see: an effect already in flight after the check passed, and a server-side
+   * end whose evidence has not reached the client yet. The fencing token covers both.
+   *
+   * @throws LeadershipLostException if this candidate must stop acting; the term is over
    */
   void ensureLeader();
 
   /**
-   * Proves leadership with one round trip on the lease's session and moves the self-fencing
-   * deadline forward. Long tasks call it between steps, so that they are not fenced while healthy.
+   * The strict check: proves in one round trip on the lease's session that it is alive, is the same
+   * backend and still holds the lock, and moves the self-fencing deadline forward. Use it right
+   * before an effect that must not happen twice, at the cost of a round trip.
    *
-   * @throws LeadershipLostException if the session is lost or no longer holds the lock
+   * @throws LeadershipLostException if the session is lost or no longer holds the lock; the term is
+   *     over
    */
-  void heartbeat();
+  void proveLeader();
 }

@@ -14,13 +14,16 @@ import java.util.Optional;
  * @param user the holder's database user, or null if not visible
  * @param clientAddress the holder's client address, if visible
  * @param since when the holder's session started, if visible
+ * @param database the database the lock is in: advisory locks are per database, so candidates
+ *     connected to two databases of one cluster do not exclude each other
  */
 public record LockHolder(
     int pid,
     String applicationName,
     String user,
     Optional<String> clientAddress,
-    Optional<Instant> since) {
+    Optional<Instant> since,
+    String database) {
 
   /**
    * Returns the candidate id, when the holder is a retsu-lock candidate.

@@ -4,9 +4,11 @@ package dev.retsu.lock;
 public enum LossReason {
   /** Closed on purpose: the lease or loop was closed, or the thread interrupted. */
   CLOSED,
-  /** The leader task threw. */
+  /** A refresh (one run of the leader task) threw. */
   REFRESH_FAILED,
-  /** The leader task ran longer than its timeout; it was interrupted and its session aborted. */
+  /**
+   * A refresh ran longer than {@code refreshTimeout}; it was interrupted and its session aborted.
+   */
   REFRESH_TIMED_OUT,
   /** The database session ended: terminated, server restart or crash, connection broken. */
   SESSION_LOST,
@@ -17,8 +19,14 @@ public enum LossReason {
    * before the server could hand the lock to anyone else.
    */
   SELF_FENCED,
-  /** The server is a hot standby, where advisory locks do not exclude the primary's holders. */
-  STANDBY_DETECTED,
-  /** The backend changed between statements: a transaction-mode pooler (PgBouncer) is between. */
+  /**
+   * The server is a PostgreSQL hot standby (a read replica), where advisory locks do not exclude
+   * the primary's holders.
+   */
+  HOT_STANDBY_DETECTED,
+  /**
+   * The backend is shared between clients or changed between statements: a transaction-mode pooler
+   * (PgBouncer) is in between.
+   */
   POOLER_DETECTED
 }

@@ -1,26 +1,39 @@
 package dev.retsu.lock;
 
+import java.util.Objects;
+
 /**
- * The session cannot give mutual exclusion, so retsu-lock refuses to lead on it: the server is a
- * hot standby (advisory locks there do not exclude holders on the primary), or a transaction-mode
- * pooler moves statements between backends. {@link #reason()} is {@link
- * LossReason#STANDBY_DETECTED} or {@link LossReason#POOLER_DETECTED}. Retrying does not help; point
- * the candidate at the primary, directly or through a session-mode pool.
+ * The session cannot give mutual exclusion: the server is a PostgreSQL hot standby ({@link
+ * LossReason#HOT_STANDBY_DETECTED}) or a transaction-mode pooler shares backends between clients
+ * ({@link LossReason#POOLER_DETECTED}). Thrown by acquisition before any leadership existed, and
+ * the reason a term ends when it is found later.
  */
-public class UnsafeSessionException extends LeadershipLostException {
+public class UnsafeSessionException extends AdvisoryLockException {
 
   private static final long serialVersionUID = 1L;
 
+  private final LossReason reason;
+
   /**
-   * Creates an exception.
+   * Creates the exception.
    *
-   * @param reason {@link LossReason#STANDBY_DETECTED} or {@link LossReason#POOLER_DETECTED}
-   * @param message details
+   * @param reason {@link LossReason#HOT_STANDBY_DETECTED} or {@link LossReason#POOLER_DETECTED}
+   * @param message what was seen
    * @param key the lock key
    * @param candidateId the candidate
    */
   public UnsafeSessionException(
       LossReason reason, String message, LockKey key, String candidateId) {
-    super(reason, message, key, candidateId, null);
+    super(Objects.requireNonNull(reason, "reason") + ": " + message, key, candidateId, null);
+    this.reason = reason;
+  }
+
+  /**
+   * Returns why the session is unsafe.
+   *
+   * @return the reason
+   */
+  public LossReason reason() {
+    return reason;
   }
 }

@@ -271,7 +271,8 @@ class AdvisoryLockIntegrationTest {
     // What a transaction-mode pooler does: hand a second client the backend that holds the lock.
     LockKey key = freshKey();
     try (Connection shared = holding(db, key)) {
-      assertThatThrownBy(() -> AdvisoryLock.of(sameBackend(db, shared), key).tryAcquire())
+      assertThatThrownBy(
+              () -> AdvisoryLock.of(new SharedBackendDataSource(shared), key).tryAcquire())
           .isInstanceOfSatisfying(
               UnsafeSessionException.class,
               e -> {
@@ -283,7 +284,10 @@ class AdvisoryLockIntegrationTest {
     try (Connection shared = holding(db, other)) {
       assertThatThrownBy(
               () ->
-                  AdvisoryLock.of(sameBackend(db, shared), other).openWaiter(Duration.ofSeconds(1)))
+                  LockWaiter.open(
+                          AdvisoryLock.of(new SharedBackendDataSource(shared), other),
+                          Duration.ofSeconds(1))
+                      .await())
           .isInstanceOfSatisfying(
               UnsafeSessionException.class,
               e -> assertThat(e.reason()).isEqualTo(LossReason.POOLER_DETECTED));
@@ -297,16 +301,6 @@ class AdvisoryLockIntegrationTest {
       ps.execute();
     }
     return c;
-  }
-
-  /** A data source that hands out the given session, as a pooler sharing one backend does. */
-  private static javax.sql.DataSource sameBackend(TestDatabase db, Connection shared) {
-    return new DelegatingDataSource(db.dataSource()) {
-      @Override
-      public Connection getConnection() {
-        return dev.retsu.lock.internal.LeaseConnections.guard(shared, () -> true, "shared");
-      }
-    };
   }
 
   @Test

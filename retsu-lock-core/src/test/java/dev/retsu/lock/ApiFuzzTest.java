@@ -90,9 +90,9 @@ class ApiFuzzTest {
   @Test
   void leaderLoopOptions() {
     Random r = new Random(SEED + 1);
-    LeaderLoop.Builder b = LeaderLoop.builder(new PGSimpleDataSource(), LockKey.of(1L));
+    LeaderLoopBuilder b = LeaderLoop.builder(new PGSimpleDataSource(), LockKey.of(1L));
     String[] names = {
-      "retryInterval", "refreshInterval", "taskTimeout", "heartbeatInterval", "selfFenceAfter",
+      "retryInterval", "refreshInterval", "refreshTimeout", "heartbeatInterval", "selfFenceAfter",
       "idleSessionTimeout", "roundTripTimeout", "maxBackoff", "closeTimeout", "waitTimeout"
     };
     for (int i = 0; i < ROUNDS; i++) {
@@ -102,7 +102,7 @@ class ApiFuzzTest {
           switch (which) {
             case 0 -> b::retryInterval;
             case 1 -> b::refreshInterval;
-            case 2 -> b::taskTimeout;
+            case 2 -> b::refreshTimeout;
             case 3 -> b::heartbeatInterval;
             case 4 -> b::selfFenceAfter;
             case 5 -> b::serverIdleSessionTimeout;

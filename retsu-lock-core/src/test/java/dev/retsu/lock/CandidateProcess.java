@@ -27,6 +27,7 @@ public final class CandidateProcess {
     LeaderLoop loop =
         LeaderLoop.builder(ds, LockKey.of(Long.parseLong(args[3])))
             .candidateId(args[2])
+            .failurePolicy(FailurePolicy.EXIT)
             .retryInterval(interval)
             .refreshInterval(interval)
             .heartbeatInterval(Duration.ofMillis(100))

@@ -59,7 +59,7 @@ class HotStandbyIntegrationTest {
         .isInstanceOfSatisfying(
             UnsafeSessionException.class,
             e -> {
-              assertThat(e.reason()).isEqualTo(LossReason.STANDBY_DETECTED);
+              assertThat(e.reason()).isEqualTo(LossReason.HOT_STANDBY_DETECTED);
               assertThat(e.getMessage()).contains("hot standby").contains("candidate=on-standby");
             });
     try (Connection c = standby.connect("postgres");

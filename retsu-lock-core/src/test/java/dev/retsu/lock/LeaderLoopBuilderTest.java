@@ -10,13 +10,13 @@ import org.postgresql.ds.PGSimpleDataSource;
 /** Builder validation: no database needed, none touched. */
 class LeaderLoopBuilderTest {
 
-  private final LeaderLoop.Builder b = LeaderLoop.builder(new PGSimpleDataSource(), LockKey.of(1L));
+  private final LeaderLoopBuilder b = LeaderLoop.builder(new PGSimpleDataSource(), LockKey.of(1L));
 
   @Test
-  void defaultsAreTheRetsuCollectorsAndBuild() {
+  void defaultsStepDownInsteadOfLeavingAZombieAndBuild() {
     assertThat(LeaderLoop.DEFAULT_RETRY_INTERVAL).isEqualTo(Duration.ofSeconds(15));
     assertThat(LeaderLoop.DEFAULT_REFRESH_INTERVAL).isEqualTo(Duration.ofSeconds(15));
-    assertThat(LeaderLoop.DEFAULT_FAILURE_POLICY).isEqualTo(FailurePolicy.EXIT);
+    assertThat(LeaderLoop.DEFAULT_FAILURE_POLICY).isEqualTo(FailurePolicy.STEP_DOWN);
     LeaderLoop loop = b.build();
     assertThat(loop.state()).isEqualTo(LeaderLoop.State.NEW);
     assertThat(loop.isLeader()).isFalse();
@@ -43,8 +43,8 @@ class LeaderLoopBuilderTest {
         .hasMessage("retryInterval must be positive, but was PT-1S");
     assertThatThrownBy(() -> b.refreshInterval(Duration.ZERO))
         .hasMessage("refreshInterval must be positive, but was PT0S");
-    assertThatThrownBy(() -> b.taskTimeout(Duration.ofDays(9999)))
-        .hasMessage("taskTimeout must be at most PT576H, but was PT239976H");
+    assertThatThrownBy(() -> b.refreshTimeout(Duration.ofDays(9999)))
+        .hasMessage("refreshTimeout must be at most PT576H, but was PT239976H");
     assertThatThrownBy(() -> b.retryJitter(1.0))
         .hasMessage("retryJitter must be within [0, 1), but was 1.0");
     assertThatThrownBy(() -> b.retryJitter(Double.NaN))
@@ -54,7 +54,7 @@ class LeaderLoopBuilderTest {
     assertThatThrownBy(() -> b.serverKeepalives(Duration.ofSeconds(1), Duration.ofSeconds(1), 0))
         .hasMessage("keepaliveCount must be within 1..1000, but was 0");
     assertThatThrownBy(() -> b.serverIdleSessionTimeout(Duration.ofMillis(10)))
-        .hasMessage("idleSessionTimeout must be zero (off) or at least 1 second, but was PT0.01S");
+        .hasMessage("idleSessionTimeout must be zero (off) or at least PT1S, but was PT0.01S");
   }
 
   @Test

@@ -13,7 +13,6 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -27,38 +26,11 @@ class LeaderLoopFakeTimeIntegrationTest {
   private static final Duration WITHIN = Duration.ofSeconds(20);
   private static final AtomicInteger KEYS = new AtomicInteger(9000);
 
-  /** Simulated monotonic time; sleeping advances it at once. */
-  static final class FakeTime {
-    final AtomicLong nanos = new AtomicLong(1_000_000_000L);
-    final List<Duration> sleeps = new CopyOnWriteArrayList<>();
-
-    long now() {
-      return nanos.get();
-    }
-
-    void sleep(Duration d) throws InterruptedException {
-      if (Thread.interrupted()) {
-        throw new InterruptedException();
-      }
-      sleeps.add(d);
-      nanos.addAndGet(d.toNanos());
-      Thread.yield();
-    }
-
-    void advance(Duration d) {
-      nanos.addAndGet(d.toNanos());
-    }
-
-    Duration elapsedSince(long start) {
-      return Duration.ofNanos(nanos.get() - start);
-    }
-  }
-
-  private static LeaderLoop.Builder simulated(TestDatabase db, LockKey key, FakeTime time) {
+  private static LeaderLoopBuilder simulated(TestDatabase db, LockKey key, FakeTime time) {
     return LeaderLoop.builder(db.dataSource(), key)
         .candidateId("sim")
-        .ticker(time::now)
-        .sleeper(time::sleep);
+        .failurePolicy(FailurePolicy.EXIT)
+        .timeSource(time);
   }
 
   @Test
@@ -71,7 +43,7 @@ class LeaderLoopFakeTimeIntegrationTest {
     self[0] = simulated(db, LockKey.of(KEYS.incrementAndGet()), time).build();
     self[0].run(
         ctx -> {
-          refreshTimes.add(time.now());
+          refreshTimes.add(time.nanoTime());
           sleepsBeforeRefresh.add(time.sleeps.size());
           if (refreshTimes.size() == 4) {
             self[0].close();
@@ -143,6 +115,30 @@ class LeaderLoopFakeTimeIntegrationTest {
   }
 
   @Test
+  void aSuspendTheMonotonicClockDoesNotSeeStillFences(TestDatabase db) {
+    FakeTime time = new FakeTime();
+    RecordingListener l = new RecordingListener();
+    LeaderLoop loop = simulated(db, LockKey.of(KEYS.incrementAndGet()), time).listener(l).build();
+    List<Boolean> before = new CopyOnWriteArrayList<>();
+    assertThatThrownBy(
+            () ->
+                loop.run(
+                    ctx -> {
+                      before.add(ctx.isLeader());
+                      // System suspend: the wall clock moves on, the monotonic clock does not.
+                      time.suspend(LeaderLoop.DEFAULT_SELF_FENCE_AFTER);
+                      before.add(ctx.isLeader());
+                      ctx.ensureLeader();
+                      before.add(true);
+                    }))
+        .isInstanceOfSatisfying(
+            LeadershipLostException.class,
+            e -> assertThat(e.reason()).isEqualTo(LossReason.SELF_FENCED));
+    assertThat(before).containsExactly(true, false);
+    assertThat(l.lossReasons()).containsExactly(LossReason.SELF_FENCED);
+  }
+
+  @Test
   void watchdogFencesAStuckTaskBeforeReleasingTheLock(TestDatabase db) throws Exception {
     FakeTime time = new FakeTime();
     LockKey key = LockKey.of(KEYS.incrementAndGet());
@@ -179,7 +175,7 @@ class LeaderLoopFakeTimeIntegrationTest {
               }
             });
 
-    await().atMost(WITHIN).until(() -> !toldOn.isEmpty());
+    await().atMost(WITHIN).until(() -> !locksHeldWhenTold.isEmpty());
     assertThat(toldOn.get(0)).startsWith("SELF_FENCED@retsu-lock-watchdog-sim");
     assertThat(locksHeldWhenTold.get(0)).as("told while the lock was still held").isEqualTo(1);
     await().atMost(WITHIN).until(() -> interrupted.get() == 1);

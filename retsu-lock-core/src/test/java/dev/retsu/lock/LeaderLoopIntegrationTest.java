@@ -36,9 +36,11 @@ class LeaderLoopIntegrationTest {
     loops.forEach(LeaderLoop::close);
   }
 
-  private LeaderLoop.Builder fast(TestDatabase db, LockKey key, String id) {
+  /** Short intervals, and EXIT so that a failed term surfaces from run(). */
+  private LeaderLoopBuilder fast(TestDatabase db, LockKey key, String id) {
     return LeaderLoop.builder(db.dataSource(), key)
         .candidateId(id)
+        .failurePolicy(FailurePolicy.EXIT)
         .retryInterval(Duration.ofMillis(100))
         .refreshInterval(Duration.ofMillis(200))
         .heartbeatInterval(Duration.ofMillis(100));
@@ -79,13 +81,14 @@ class LeaderLoopIntegrationTest {
     await().atMost(WITHIN).until(() -> lb.of("attempt").size() >= 3);
     await().atMost(WITHIN).until(() -> la.of("refreshed").size() >= 3);
     assertThat(b.isLeader()).isFalse();
-    assertThat(b.state()).isEqualTo(LeaderLoop.State.STANDBY);
+    assertThat(b.state()).isEqualTo(LeaderLoop.State.RUNNING);
+    assertThat(b.isLeader()).isFalse();
     assertThat(lb.of("attempt"))
         .allSatisfy(e -> assertThat(e.detail()).isEqualTo(AttemptResult.HELD_ELSEWHERE));
     Term term = a.currentTerm().orElseThrow();
     assertThat(refreshPids).containsOnly(term.backendPid());
     assertThat(la.kinds().subList(0, 3)).containsExactly("attempt", "acquired", "refreshed");
-    assertThat(a.lock().currentHolder().orElseThrow().candidateId()).contains("a");
+    assertThat(a.currentHolder().orElseThrow().candidateId()).contains("a");
   }
 
   @Test
@@ -94,24 +97,31 @@ class LeaderLoopIntegrationTest {
     LeaderLoop a = track(fast(db, key, "leader").build());
     a.start(ctx -> {});
     await().atMost(WITHIN).until(a::isLeader);
-    List<Integer> sessionsWhileStandbySleeps = new CopyOnWriteArrayList<>();
-    LeaderLoop b =
-        track(
-            fast(db, key, "standby")
-                .sleeper(
-                    d -> {
-                      try {
-                        sessionsWhileStandbySleeps.add(db.clientSessions());
-                      } catch (SQLException e) {
-                        throw new IllegalStateException(e);
-                      }
-                      Thread.sleep(20);
-                    })
-                .build());
-    b.start(ctx -> {});
-    await().atMost(WITHIN).until(() -> sessionsWhileStandbySleeps.size() >= 5);
-    // Only the leader's session is connected whenever the standby waits.
-    assertThat(sessionsWhileStandbySleeps).containsOnly(1);
+    List<Integer> borrowedWhileStandbyWaits = new CopyOnWriteArrayList<>();
+    com.zaxxer.hikari.HikariConfig config = new com.zaxxer.hikari.HikariConfig();
+    config.setDataSource(db.dataSource());
+    config.setMaximumPoolSize(2);
+    try (com.zaxxer.hikari.HikariDataSource pool = new com.zaxxer.hikari.HikariDataSource(config)) {
+      LeaderLoop b =
+          track(
+              LeaderLoop.builder(pool, key)
+                  .candidateId("standby")
+                  .timeSource(
+                      new FakeTime() {
+                        @Override
+                        void onWait(Duration d) throws InterruptedException {
+                          borrowedWhileStandbyWaits.add(
+                              pool.getHikariPoolMXBean().getActiveConnections());
+                          Thread.sleep(20);
+                        }
+                      })
+                  .build());
+      b.start(ctx -> {});
+      await().atMost(WITHIN).until(() -> borrowedWhileStandbyWaits.size() >= 5);
+      b.close();
+    }
+    // The standby has no connection borrowed whenever it waits between attempts.
+    assertThat(borrowedWhileStandbyWaits).containsOnly(0);
   }
 
   @Test
@@ -219,7 +229,7 @@ class LeaderLoopIntegrationTest {
     RecordingListener l = new RecordingListener();
     AtomicInteger interrupted = new AtomicInteger();
     LeaderLoop a =
-        track(fast(db, key, "a").taskTimeout(Duration.ofMillis(300)).listener(l).build());
+        track(fast(db, key, "a").refreshTimeout(Duration.ofMillis(300)).listener(l).build());
     CompletableFuture<Void> run =
         a.start(
             ctx -> {
@@ -308,7 +318,8 @@ class LeaderLoopIntegrationTest {
     assertThatThrownBy(() -> loop.run(ctx -> {}))
         .isInstanceOfSatisfying(
             AdvisoryLockException.class, e -> assertThat(e.sqlState()).contains("08001"));
-    assertThat(loop.state()).isEqualTo(LeaderLoop.State.CLOSED);
+    assertThat(loop.state()).isEqualTo(LeaderLoop.State.FAILED);
+    assertThat(loop.failure()).containsInstanceOf(AdvisoryLockException.class);
   }
 
   @Test

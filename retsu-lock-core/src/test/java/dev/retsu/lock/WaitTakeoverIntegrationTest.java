@@ -41,7 +41,7 @@ class WaitTakeoverIntegrationTest {
     return c;
   }
 
-  private static LeaderLoop.Builder candidate(javax.sql.DataSource ds, LockKey key, String id) {
+  private static LeaderLoopBuilder candidate(javax.sql.DataSource ds, LockKey key, String id) {
     return LeaderLoop.builder(ds, key)
         .candidateId(id)
         .retryInterval(Duration.ofMillis(200))

@@ -89,13 +89,23 @@ public final class SessionTerminator {
             e);
       }
     }
+    if (!ended && !evicted) {
+      // Nothing confirmed that the session ended: closing the handle would hand a session that
+      // may still hold the lock back to the pool, where the next borrower would inherit it.
+      LOG.error(
+          "{} Could not confirm that the database session ended; keeping its pool handle open"
+              + " rather than returning a session that may hold the lock to the pool ({})",
+          context,
+          handle.getClass().getName());
+      return false;
+    }
     try {
       handle.close();
     } catch (SQLException | RuntimeException e) {
       // Expected: the pool's handle notices its physical connection is gone (08003).
       LOG.debug("{} Closing the handle after ending its session: {}", context, e.toString());
     }
-    return ended || evicted;
+    return true;
   }
 
   private static boolean evictFromPool(DataSource dataSource, Connection handle, String context) {

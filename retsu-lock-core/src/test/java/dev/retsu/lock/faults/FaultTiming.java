@@ -1,6 +1,6 @@
 package dev.retsu.lock.faults;
 
-import dev.retsu.lock.LeaderLoop;
+import dev.retsu.lock.LeaderLoopBuilder;
 import java.time.Duration;
 
 /**
@@ -18,12 +18,12 @@ final class FaultTiming {
 
   private FaultTiming() {}
 
-  static LeaderLoop.Builder fast(LeaderLoop.Builder b) {
+  static LeaderLoopBuilder fast(LeaderLoopBuilder b) {
     return b.retryInterval(RETRY)
         .refreshInterval(REFRESH)
         .heartbeatInterval(HEARTBEAT)
         .selfFenceAfter(SELF_FENCE)
-        .taskTimeout(Duration.ofSeconds(1))
+        .refreshTimeout(Duration.ofSeconds(1))
         .serverKeepalives(Duration.ofSeconds(1), Duration.ofSeconds(1), 2)
         .serverIdleSessionTimeout(IDLE_SESSION)
         .roundTripTimeout(Duration.ofSeconds(2))

@@ -85,7 +85,7 @@ class ReplicaFailoverIntegrationTest {
     assertThatThrownBy(() -> onStandby.run(ctx -> {}))
         .isInstanceOfSatisfying(
             UnsafeSessionException.class,
-            e -> assertThat(e.reason()).isEqualTo(LossReason.STANDBY_DETECTED));
+            e -> assertThat(e.reason()).isEqualTo(LossReason.HOT_STANDBY_DETECTED));
 
     // Both hosts, primary preferred: what a deployment with failover would configure.
     String both =
@@ -115,6 +115,6 @@ class ReplicaFailoverIntegrationTest {
     Term after = all.get(all.size() - 1);
     assertThat(after.fencingToken().timeline()).isEqualTo(2);
     assertThat(after.fencingToken().isNewerThan(before.fencingToken())).isTrue();
-    assertThat(a.lost).doesNotContain(LossReason.STANDBY_DETECTED);
+    assertThat(a.lost).doesNotContain(LossReason.HOT_STANDBY_DETECTED);
   }
 }

@@ -1,0 +1,210 @@
+package dev.retsu.lock;
+
+import dev.retsu.lock.internal.SessionTerminator;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.ReentrantLock;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The standing session of a {@link TakeoverMode#WAIT} standby: it blocks in {@code
+ * pg_advisory_lock} under {@code lock_timeout}, so PostgreSQL grants the lock the moment the
+ * holder's session ends. Each wait is one statement that first checks, like {@code tryAcquire},
+ * that the server is a primary and that this backend does not already hold the key (a
+ * transaction-mode pooler shares backends; a plain re-entrant lock there would make two leaders).
+ * The session carries the leader's server bounds from the start, has its own {@code
+ * statement_timeout} (a role's shorter one cannot cancel the wait), is never returned to a pool,
+ * and {@link #close()} aborts a wait in progress. Re-arming after {@code lock_timeout} puts the
+ * waiter at the back of PostgreSQL's wait queue. Thread-safe: {@link #await()} from one thread,
+ * {@link #close()} from any.
+ */
+final class LockWaiter implements AutoCloseable {
+
+  private static final Logger LOG = LoggerFactory.getLogger(LockWaiter.class);
+
+  private final AdvisoryLock lock;
+  private final Connection conn;
+  private final int pid;
+  private final String database;
+  private final List<String> applied;
+  private final Duration waitTimeout;
+  private final String restoreTimeouts;
+  private final ReentrantLock io = new ReentrantLock();
+  private final AtomicBoolean open = new AtomicBoolean(true);
+
+  private LockWaiter(
+      AdvisoryLock lock,
+      Connection conn,
+      int pid,
+      String database,
+      List<String> applied,
+      Duration waitTimeout,
+      String restoreTimeouts) {
+    this.lock = lock;
+    this.conn = conn;
+    this.pid = pid;
+    this.database = database;
+    this.applied = applied;
+    this.waitTimeout = waitTimeout;
+    this.restoreTimeouts = restoreTimeouts;
+  }
+
+  /** Opens the waiting session, refusing a hot standby. */
+  static LockWaiter open(AdvisoryLock lock, Duration waitTimeout) {
+    Connection conn = lock.borrow();
+    boolean ok = false;
+    try {
+      lock.prepare(conn);
+      int pid;
+      String database;
+      List<String> applied;
+      String restore;
+      try (PreparedStatement ps =
+          conn.prepareStatement(
+              "SELECT w.*, pg_catalog.current_setting('lock_timeout'),"
+                  + " pg_catalog.current_setting('statement_timeout'),"
+                  + " pg_catalog.set_config('lock_timeout', ?::text, false),"
+                  + " pg_catalog.set_config('statement_timeout', '0', false) FROM ("
+                  + SessionSql.prepareWaiter()
+                  + ") w")) {
+        ps.setString(1, waitTimeout.toMillis() + "ms");
+        lock.bindSettings(conn, ps, 2);
+        try (ResultSet rs = ps.executeQuery()) {
+          rs.next();
+          pid = rs.getInt(1);
+          lock.refuseUnsafe(pid, rs.getBoolean(2), false);
+          applied = lock.applied(rs.getArray(3));
+          database = rs.getString(4);
+          restore =
+              "SELECT pg_catalog.set_config('lock_timeout', '"
+                  + quote(rs.getString(5))
+                  + "', false), pg_catalog.set_config('statement_timeout', '"
+                  + quote(rs.getString(6))
+                  + "', false)";
+        }
+      }
+      LockWaiter w = new LockWaiter(lock, conn, pid, database, applied, waitTimeout, restore);
+      ok = true;
+      return w;
+    } catch (SQLException e) {
+      throw lock.failed("Opening a waiting session failed", e);
+    } finally {
+      if (!ok) {
+        SessionTerminator.endSession(lock.dataSource(), conn, true, lock.context());
+      }
+    }
+  }
+
+  private static String quote(String setting) {
+    return setting.replace("'", "''");
+  }
+
+  int backendPid() {
+    return pid;
+  }
+
+  /**
+   * Waits up to {@code waitTimeout} for the lock.
+   *
+   * @return the lease once granted; empty when the wait timed out (call again to re-arm)
+   * @throws UnsafeSessionException on a hot standby or a shared backend (the session is ended)
+   * @throws AdvisoryLockException if the session failed, was closed or the thread was interrupted
+   *     (the session is ended; an interrupt stays set)
+   */
+  Optional<AdvisoryLockLease> await() {
+    io.lock();
+    try {
+      if (!open.get()) {
+        throw new AdvisoryLockException(
+            "The waiter is closed", lock.key(), lock.candidateId(), null);
+      }
+      int granted;
+      boolean inRecovery;
+      boolean alreadyHeld;
+      boolean locked;
+      try {
+        conn.setNetworkTimeout(
+            AdvisoryLock.DIRECT, (int) (waitTimeout.toMillis() + lock.timeoutMillis()));
+        try (PreparedStatement ps = conn.prepareStatement(SessionSql.waitLock(lock.key()))) {
+          int next = lock.key().bindArguments(ps, 1);
+          lock.key().bindLocks(ps, next);
+          try (ResultSet rs = ps.executeQuery()) {
+            rs.next();
+            granted = rs.getInt(1);
+            inRecovery = rs.getBoolean(2);
+            alreadyHeld = rs.getBoolean(3);
+            locked = rs.getBoolean(4);
+          }
+        }
+      } catch (SQLException e) {
+        if ("55P03".equals(e.getSQLState()) && open.get()) {
+          return Optional.empty(); // lock_timeout: nobody released it yet; re-arm
+        }
+        close();
+        throw lock.failed("Waiting for the lock failed", e);
+      }
+      if (granted != pid) {
+        discard();
+        throw Refusals.pidChanged(pid, granted, lock.key(), lock.candidateId());
+      }
+      if (inRecovery || alreadyHeld || !locked) {
+        discard();
+        lock.refuseUnsafe(granted, inRecovery, alreadyHeld);
+        throw new AdvisoryLockException(
+            "The wait returned without the lock", lock.key(), lock.candidateId(), null);
+      }
+      if (!open.compareAndSet(true, false)) {
+        // Closed while the grant arrived: end the session, which releases the lock.
+        SessionTerminator.endSession(lock.dataSource(), conn, false, lock.context());
+        throw new AdvisoryLockException(
+            "The waiter was closed", lock.key(), lock.candidateId(), null);
+      }
+      if (Thread.currentThread().isInterrupted()) {
+        SessionTerminator.endSession(lock.dataSource(), conn, false, lock.context());
+        throw new AdvisoryLockException(
+            "Interrupted when the lock was granted; the session was ended",
+            lock.key(),
+            lock.candidateId(),
+            new InterruptedException());
+      }
+      try (PreparedStatement ps = conn.prepareStatement(restoreTimeouts)) {
+        ps.execute();
+        conn.setNetworkTimeout(AdvisoryLock.DIRECT, 0);
+      } catch (SQLException e) {
+        SessionTerminator.endSession(lock.dataSource(), conn, false, lock.context());
+        throw lock.failed("Granted, but the session failed right after", e);
+      }
+      LOG.debug("{} Lock granted to waiting backend pid {}", lock.context(), pid);
+      return Optional.of(new AdvisoryLockLease(lock, conn, pid, Instant.now(), applied, database));
+    } finally {
+      io.unlock();
+    }
+  }
+
+  /**
+   * Ends a refused session without sending it anything: its backend may be shared with another
+   * client, whose lock a terminate statement would end.
+   */
+  private void discard() {
+    if (open.compareAndSet(true, false)) {
+      SessionTerminator.endSession(lock.dataSource(), conn, true, lock.context());
+    }
+  }
+
+  /** Ends the waiting session (aborting a wait in progress). Idempotent; never throws. */
+  @Override
+  public void close() {
+    if (!open.compareAndSet(true, false)) {
+      return;
+    }
+    SessionTerminator.endSession(lock.dataSource(), conn, io, lock.context());
+  }
+}

@@ -1,0 +1,65 @@
+package dev.retsu.lock;
+
+import java.time.Duration;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Invariant 5, client side: the self-fencing deadline of one term. It runs from the start of the
+ * last round trip on the session that succeeded, moves only forward, and is checked on two clocks:
+ * the monotonic one, and the wall clock, which keeps counting through a system suspend or a VM
+ * freeze that stops the monotonic clock. It expires when either passes; a wall clock stepped
+ * forward by NTP can only make it expire early, never late. Thread-safe.
+ */
+final class SelfFence {
+
+  private final TimeSource time;
+  private final Duration window;
+  private final AtomicLong proofStart;
+  private final AtomicLong wallDeadline;
+
+  SelfFence(TimeSource time, Duration window, long proofStartNanos, long proofStartWallMillis) {
+    this.time = time;
+    this.window = window;
+    this.proofStart = new AtomicLong(proofStartNanos);
+    this.wallDeadline = new AtomicLong(proofStartWallMillis + window.toMillis());
+  }
+
+  /** A round trip that started at {@code startNanos} succeeded: the deadline moves forward. */
+  void proved(long startNanos) {
+    long wallStart = time.wallMillis() - TimeSource.millis(time.nanoTime() - startNanos);
+    proofStart.accumulateAndGet(startNanos, (old, now) -> now - old > 0 ? now : old);
+    wallDeadline.accumulateAndGet(wallStart + window.toMillis(), Math::max);
+  }
+
+  /** The start of the last successful round trip, on the monotonic clock. */
+  long lastProofStart() {
+    return proofStart.get();
+  }
+
+  /** The monotonic deadline. */
+  long deadline() {
+    return proofStart.get() + window.toNanos();
+  }
+
+  /** Nanoseconds left before the deadline (negative once passed). */
+  long nanosLeft() {
+    long mono = deadline() - time.nanoTime();
+    long wall = (wallDeadline.get() - time.wallMillis()) * 1_000_000L;
+    return Math.min(mono, wall);
+  }
+
+  boolean expired() {
+    return nanosLeft() <= 0;
+  }
+
+  /** The one message for a term that ran out of proof. */
+  TimeoutException timeout(ServerBounds bounds) {
+    return new TimeoutException(
+        "No proof that the session is alive for "
+            + window
+            + "; stopped before the "
+            + bounds
+            + " could free the lock");
+  }
+}

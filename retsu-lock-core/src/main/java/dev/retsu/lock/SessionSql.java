@@ -1,0 +1,114 @@
+package dev.retsu.lock;
+
+/**
+ * Every SQL text the library sends, written once. Each statement that takes a lock also checks, in
+ * the same statement and before locking, that the server is a primary and that this backend does
+ * not already hold the key (a shared backend, as behind a transaction-mode pooler, would grant it
+ * again). Every function is schema-qualified, so a user's search_path cannot shadow it. Keys and
+ * values are always bound parameters. Thread-safe (stateless).
+ */
+final class SessionSql {
+
+  private SessionSql() {}
+
+  /** Whether this backend already holds the key; binds {@link LockKey#bindLocks}. */
+  static String heldByThisBackend(LockKey key) {
+    return "EXISTS (SELECT 1 FROM pg_catalog.pg_locks l WHERE l.locktype = 'advisory' AND"
+        + " l.granted AND l.pid = pg_catalog.pg_backend_pid() AND l.database = (SELECT d.oid FROM"
+        + " pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database()) AND "
+        + key.pgLocksPredicate("l")
+        + ")";
+  }
+
+  /**
+   * Applies the session settings (names and values as two text arrays) when {@code condition}
+   * holds, in the statement that took the lock: a client that dies right after the grant leaves the
+   * lock under our keepalives, never the OS defaults. Returns the names applied (settings the
+   * server does not know are skipped).
+   */
+  private static String applySettingsWhen(String condition) {
+    return "CASE WHEN "
+        + condition
+        + " THEN (SELECT coalesce(array_agg(v.name ORDER BY v.ord), '{}')"
+        + " FROM unnest(?::text[], ?::text[]) WITH ORDINALITY AS v(name, value, ord)"
+        + " WHERE "
+        + condition
+        + " AND CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_settings p WHERE p.name = v.name)"
+        + " THEN pg_catalog.set_config(v.name, v.value, false) IS NOT NULL ELSE false END)"
+        + " END";
+  }
+
+  /**
+   * One attempt: pid, in_recovery, already_held, locked, settings applied (null unless locked),
+   * database. Binds: settings names, values; key arguments; key locks.
+   */
+  static String tryLock(LockKey key) {
+    return "SELECT s.pid, s.in_recovery, s.already, s.locked, "
+        + applySettingsWhen("s.locked")
+        + ", pg_catalog.current_database() FROM (SELECT t.pid, t.in_recovery, t.already,"
+        + " CASE WHEN t.in_recovery OR t.already THEN false ELSE pg_catalog.pg_try_advisory_lock("
+        + key.sqlArguments()
+        + ") END AS locked FROM ("
+        + backendFacts(key)
+        + ") t OFFSET 0) s";
+  }
+
+  /**
+   * One blocking wait under {@code lock_timeout}: pid, in_recovery, already_held, granted. The
+   * already-held check runs in the same statement, before every wait. Binds: key arguments; key
+   * locks.
+   */
+  static String waitLock(LockKey key) {
+    return "SELECT t.pid, t.in_recovery, t.already, CASE WHEN t.in_recovery OR t.already THEN"
+        + " false ELSE pg_catalog.pg_advisory_lock("
+        + key.sqlArguments()
+        + ")::text = '' END FROM ("
+        + backendFacts(key)
+        + ") t";
+  }
+
+  /**
+   * Prepares a waiting session: pid, in_recovery, settings applied, database. Binds: settings
+   * names, values. Only a session that belongs to the waiter (never returned to a pool) runs it.
+   */
+  static String prepareWaiter() {
+    return "SELECT pg_catalog.pg_backend_pid(), pg_catalog.pg_is_in_recovery(), "
+        + applySettingsWhen("true")
+        + ", pg_catalog.current_database()";
+  }
+
+  private static String backendFacts(LockKey key) {
+    return "SELECT pg_catalog.pg_backend_pid() AS pid, pg_catalog.pg_is_in_recovery() AS"
+        + " in_recovery, "
+        + heldByThisBackend(key)
+        + " AS already OFFSET 0";
+  }
+
+  /** Ownership: pid, held. Binds key locks. */
+  static String ownership(LockKey key) {
+    return "SELECT pg_catalog.pg_backend_pid(), " + heldByThisBackend(key);
+  }
+
+  /**
+   * The fencing token: xid8, timeline, (setting), pid. The transactional WAL message makes the
+   * commit flush synchronously (with synchronous_commit forced on for it), so a crash cannot hand
+   * this xid out again. Binds the message text.
+   */
+  static String fencingToken() {
+    return "SELECT pg_catalog.pg_current_xact_id()::text::bigint,"
+        + " ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1,"
+        + " 8))::bit(32)::int, pg_catalog.set_config('synchronous_commit', 'on', true),"
+        + " pg_catalog.pg_backend_pid()"
+        + " FROM pg_catalog.pg_logical_emit_message(true, 'retsu-lock-fence', ?)";
+  }
+
+  /** The holder: pid, application_name, usename, client address, backend start, database. */
+  static String currentHolder(LockKey key) {
+    return "SELECT l.pid, a.application_name, a.usename, host(a.client_addr), a.backend_start,"
+        + " pg_catalog.current_database() FROM pg_catalog.pg_locks l LEFT JOIN"
+        + " pg_catalog.pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND"
+        + " l.granted AND l.mode = 'ExclusiveLock' AND l.database = (SELECT d.oid FROM"
+        + " pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database()) AND "
+        + key.pgLocksPredicate("l");
+  }
+}

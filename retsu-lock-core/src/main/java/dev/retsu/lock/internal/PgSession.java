@@ -1,0 +1,193 @@
+package dev.retsu.lock.internal;
+
+import java.io.EOFException;
+import java.io.IOException;
+import java.lang.reflect.Field;
+import java.net.SocketTimeoutException;
+import java.sql.Connection;
+import java.sql.SQLException;
+import org.postgresql.PGConnection;
+import org.postgresql.PGNotification;
+import org.postgresql.core.BaseConnection;
+import org.postgresql.core.PGStream;
+import org.postgresql.core.TransactionState;
+
+/**
+ * What the client already knows about its PostgreSQL session without a round trip, read from
+ * pgjdbc. pgjdbc is optional for core: every method answers {@code UNKNOWN}/{@code -1} when it is
+ * absent or the connection is another driver's, and callers then fall back to a round trip.
+ *
+ * <p>The probe reads what is already on the session's socket. While a session is between
+ * statements, PostgreSQL sends nothing but asynchronous messages; when it ends the session it sends
+ * a FATAL ErrorResponse and closes the socket (EOF), or the peer's kernel resets it (RST). So
+ * anything pending is either an asynchronous message or evidence that the session ended. pgjdbc's
+ * own {@code getNotifications()} is not enough: it reads nothing inside a transaction and reports a
+ * bare EOF as "nothing pending".
+ *
+ * <p>Callers must hold the session's I/O lock: pgjdbc connections are not safe for concurrent use.
+ * Thread-safe otherwise (stateless).
+ */
+public final class PgSession {
+
+  /** What a probe found on the socket. */
+  public enum Evidence {
+    /** Nothing pending: the session has not told the client anything. */
+    QUIET,
+    /** An asynchronous message is pending (notification, notice, parameter status). */
+    PENDING,
+    /** The session ended: a FATAL, EOF or RST is on the socket, or the socket is closed. */
+    ENDED,
+    /** The probe cannot read this connection's socket (no pgjdbc, or its internals differ). */
+    UNKNOWN
+  }
+
+  /** The session's transaction state as pgjdbc tracks it. */
+  public enum Transaction {
+    /** Not in a transaction. */
+    IDLE,
+    /** In a transaction. */
+    OPEN,
+    /** In a failed transaction. */
+    FAILED,
+    /** Not known (no pgjdbc). */
+    UNKNOWN
+  }
+
+  private static final boolean PGJDBC = pgjdbcPresent();
+  private static final Field PG_STREAM = PGJDBC ? pgStreamField() : null;
+
+  private PgSession() {}
+
+  /**
+   * Whether {@link #probe} can read sockets in this JVM.
+   *
+   * @return true when pgjdbc is present and its stream is reachable
+   */
+  public static boolean canProbe() {
+    return PG_STREAM != null;
+  }
+
+  /**
+   * Reads what is already on the session's socket, waiting at most about a millisecond.
+   *
+   * @param physical the pgjdbc connection (or a handle that unwraps to it)
+   * @return what the socket shows
+   */
+  public static Evidence probe(Connection physical) {
+    PGStream stream = stream(physical);
+    if (stream == null) {
+      return Evidence.UNKNOWN;
+    }
+    if (stream.isClosed()) {
+      return Evidence.ENDED;
+    }
+    int saved;
+    try {
+      saved = stream.getNetworkTimeout();
+    } catch (IOException e) {
+      return Evidence.ENDED;
+    }
+    try {
+      stream.setNetworkTimeout(1);
+      int next = stream.peekChar();
+      return next == 'E' ? Evidence.ENDED : Evidence.PENDING;
+    } catch (SocketTimeoutException e) {
+      return Evidence.QUIET;
+    } catch (EOFException e) {
+      return Evidence.ENDED;
+    } catch (IOException e) {
+      return Evidence.ENDED; // reset, or the socket failed
+    } finally {
+      try {
+        stream.setNetworkTimeout(saved);
+      } catch (IOException e) {
+        // The socket is gone; the next statement on it reports the session's end.
+      }
+    }
+  }
+
+  /**
+   * The transaction state pgjdbc tracks for the session.
+   *
+   * @param physical the connection
+   * @return the state, or {@code UNKNOWN}
+   */
+  public static Transaction transaction(Connection physical) {
+    if (!PGJDBC) {
+      return Transaction.UNKNOWN;
+    }
+    try {
+      if (!physical.isWrapperFor(BaseConnection.class)) {
+        return Transaction.UNKNOWN;
+      }
+      TransactionState state = physical.unwrap(BaseConnection.class).getTransactionState();
+      switch (state) {
+        case IDLE:
+          return Transaction.IDLE;
+        case OPEN:
+          return Transaction.OPEN;
+        case FAILED:
+          return Transaction.FAILED;
+        default:
+          return Transaction.UNKNOWN;
+      }
+    } catch (SQLException | RuntimeException e) {
+      return Transaction.UNKNOWN;
+    }
+  }
+
+  /**
+   * Waits on the session's socket until something arrives or {@code millis} pass: returns at once
+   * with an SQLException when the session ends. Only waits when the session is not in a transaction
+   * (pgjdbc reads nothing inside one).
+   *
+   * @param physical the connection
+   * @param millis how long at most
+   * @return the notifications that arrived and were consumed, or null if this cannot wait here
+   * @throws SQLException when the session ended
+   */
+  public static PGNotification[] await(Connection physical, int millis) throws SQLException {
+    if (!PGJDBC
+        || !physical.isWrapperFor(PGConnection.class)
+        || transaction(physical) != Transaction.IDLE) {
+      return null;
+    }
+    PGNotification[] notes =
+        physical.unwrap(PGConnection.class).getNotifications(Math.max(1, millis));
+    return notes == null ? new PGNotification[0] : notes;
+  }
+
+  private static PGStream stream(Connection physical) {
+    if (PG_STREAM == null) {
+      return null;
+    }
+    try {
+      if (!physical.isWrapperFor(BaseConnection.class)) {
+        return null;
+      }
+      Object executor = physical.unwrap(BaseConnection.class).getQueryExecutor();
+      return (PGStream) PG_STREAM.get(executor);
+    } catch (SQLException | ReflectiveOperationException | RuntimeException e) {
+      return null;
+    }
+  }
+
+  private static Field pgStreamField() {
+    try {
+      Field f = Class.forName("org.postgresql.core.QueryExecutorBase").getDeclaredField("pgStream");
+      f.setAccessible(true);
+      return f;
+    } catch (ReflectiveOperationException | RuntimeException e) {
+      return null;
+    }
+  }
+
+  private static boolean pgjdbcPresent() {
+    try {
+      Class.forName("org.postgresql.core.BaseConnection", false, PgSession.class.getClassLoader());
+      return true;
+    } catch (ClassNotFoundException | LinkageError e) {
+      return false;
+    }
+  }
+}

@@ -1,0 +1,74 @@
+package dev.retsu.lock;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import dev.retsu.lock.internal.PgSession;
+import dev.retsu.lock.testing.PostgresExtension;
+import dev.retsu.lock.testing.TestDatabase;
+import java.sql.Connection;
+import java.sql.Statement;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * The check behind {@link LeaderContext#ensureLeader()}: what the client already knows about its
+ * session, read from the socket without a round trip, idle or inside a transaction.
+ */
+@ExtendWith(PostgresExtension.class)
+class SessionProbeIntegrationTest {
+
+  private static final Duration WITHIN = Duration.ofSeconds(20);
+
+  @Test
+  void aLiveQuietSessionReadsQuietAndATerminatedOneEnded(TestDatabase db) throws Exception {
+    try (Connection c = db.connect()) {
+      int pid = pid(c);
+      assertThat(PgSession.probe(c)).isEqualTo(PgSession.Evidence.QUIET);
+      db.terminateBackend(pid);
+      await().atMost(WITHIN).until(() -> !db.backendExists(pid));
+      assertThat(PgSession.probe(c)).isEqualTo(PgSession.Evidence.ENDED);
+    }
+  }
+
+  @Test
+  void insideAnOpenTransactionTheEndIsSeenToo(TestDatabase db) throws Exception {
+    try (Connection c = db.connect()) {
+      int pid = pid(c);
+      c.setAutoCommit(false);
+      try (Statement s = c.createStatement()) {
+        s.execute("SELECT 1");
+      }
+      assertThat(PgSession.transaction(c)).isEqualTo(PgSession.Transaction.OPEN);
+      assertThat(PgSession.probe(c)).isEqualTo(PgSession.Evidence.QUIET);
+      db.terminateBackend(pid);
+      await().atMost(WITHIN).until(() -> !db.backendExists(pid));
+      assertThat(PgSession.probe(c)).isEqualTo(PgSession.Evidence.ENDED);
+    }
+  }
+
+  @Test
+  void aPendingNotificationIsPendingNotEnded(TestDatabase db) throws Exception {
+    try (Connection c = db.connect();
+        Connection other = db.connect()) {
+      try (Statement s = c.createStatement()) {
+        s.execute("LISTEN retsu_probe");
+      }
+      try (Statement s = other.createStatement()) {
+        s.execute("NOTIFY retsu_probe, 'x'");
+      }
+      await().atMost(WITHIN).until(() -> PgSession.probe(c) == PgSession.Evidence.PENDING);
+      // A round trip reads it; the session is fine.
+      assertThat(pid(c)).isPositive();
+    }
+  }
+
+  private static int pid(Connection c) throws Exception {
+    try (Statement s = c.createStatement();
+        var rs = s.executeQuery("SELECT pg_backend_pid()")) {
+      rs.next();
+      return rs.getInt(1);
+    }
+  }
+}

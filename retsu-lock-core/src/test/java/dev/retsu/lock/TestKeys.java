@@ -1,0 +1,30 @@
+package dev.retsu.lock;
+
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The one key allocator of the tests: every call returns a key no other test in this JVM uses. Each
+ * test class also gets its own database, and advisory locks are per database.
+ */
+final class TestKeys {
+
+  private static final AtomicLong NEXT = new AtomicLong(7_000_000);
+
+  private TestKeys() {}
+
+  static LockKey next() {
+    return LockKey.of(NEXT.incrementAndGet());
+  }
+
+  /** The parameters of {@link LockKey#pgLocksPredicate(String)} for {@code key}. */
+  static Object[] lockArguments(LockKey key) {
+    return key.isTwoPart()
+        ? new Object[] {key.first(), key.second()}
+        : new Object[] {key.value(), key.value()};
+  }
+
+  /** The key as literal arguments of the advisory lock functions. */
+  static String sqlLiteral(LockKey key) {
+    return key.isTwoPart() ? key.first() + ", " + key.second() : key.value() + "::int8";
+  }
+}
