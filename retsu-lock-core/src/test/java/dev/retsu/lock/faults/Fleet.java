@@ -190,11 +190,7 @@ final class Fleet implements AutoCloseable {
                       .filter(m -> m != leader.get() && !m.paused)
                       .collect(Collectors.toList());
               if (takeover == TakeoverMode.WAIT) {
-                int queued =
-                    db.queryInts(
-                            "SELECT count(*)::int FROM pg_locks WHERE locktype = 'advisory' AND"
-                                + " NOT granted")
-                        .get(0);
+                int queued = queuedWaiters();
                 return queued >= standbys.size() ? leader.get() : null;
               }
               for (Member m : standbys) {
@@ -205,6 +201,25 @@ final class Fleet implements AutoCloseable {
               return leader.get();
             },
             java.util.Objects::nonNull);
+  }
+
+  /**
+   * Counts the lock requests queued in {@code pg_locks} for this fleet's key in this database. Only
+   * this key: waiters left queued on other keys (earlier scenarios, other tests on the server) must
+   * not make a WAIT fleet look ready before its own standbys are queued.
+   */
+  int queuedWaiters() throws java.sql.SQLException {
+    // LockKey.of(long) is pg_advisory_lock(bigint): classid is the high 32 bits, objid the low
+    // ones, objsubid 1.
+    return db.queryInts(
+            "SELECT count(*)::int FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+                + " AND database = (SELECT oid FROM pg_database WHERE datname ="
+                + " current_database()) AND objsubid = 1"
+                + " AND classid = ((?::int8 >> 32) & 4294967295)::oid"
+                + " AND objid = (?::int8 & 4294967295)::oid",
+            key,
+            key)
+        .get(0);
   }
 
   /**
