@@ -13,6 +13,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumSet;
@@ -65,6 +66,11 @@ class FaultInjectionIntegrationTest {
    * must land before the phase is over (a termination opens a connection first).
    */
   private static final long LINGER_MS = 300;
+
+  /** The role-level idle-in-transaction timeout, and how long the task idles past it. */
+  private static final long IDLE_IN_TX_TIMEOUT_MS = 500;
+
+  private static final long IDLE_MS = 900;
 
   /** A pause longer than idle_session_timeout, so the server ends the paused leader's session. */
   private static final Duration PAUSE = FaultTiming.IDLE_SESSION.plusSeconds(2);
@@ -131,6 +137,26 @@ class FaultInjectionIntegrationTest {
       new Fault("task-throws", MID_TASK, Action.THROW, LINGER_MS, 0, false, NOTHING);
   static final Fault TASK_HANGS =
       new Fault("task-hangs", MID_TASK, Action.HANG, LINGER_MS, 0, false, NOTHING);
+  static final Fault GRACEFUL_CLOSE =
+      new Fault(
+          "graceful-close",
+          MID_TASK,
+          Action.NONE,
+          LINGER_MS,
+          0,
+          false,
+          (f, m, t, d) -> f.sigterm(m));
+  static final Fault UNLOCK_ALL =
+      new Fault("pg_advisory_unlock_all", MID_TASK, Action.UNLOCK_ALL, LINGER_MS, 0, true, NOTHING);
+  static final Fault IDLE_IN_TRANSACTION =
+      new Fault(
+          "idle_in_transaction_session_timeout",
+          EnumSet.of(Phase.TX),
+          Action.IDLE,
+          IDLE_MS,
+          IDLE_IN_TX_TIMEOUT_MS,
+          true,
+          NOTHING);
 
   static Fault restart(ShutdownMode mode) {
     return new Fault(
@@ -204,6 +230,56 @@ class FaultInjectionIntegrationTest {
     scenario(db, TASK_HANGS.name(), List.of(TASK_HANGS), mode, ROUNDS, Setup.two(db));
   }
 
+  /** SIGTERM while the task runs: the shutdown hook's close() must not free the lock under it. */
+  @ParameterizedTest
+  @EnumSource(TakeoverMode.class)
+  void gracefulCloseWhileTheTaskRuns(TakeoverMode mode, TestDatabase db) throws Exception {
+    scenario(db, GRACEFUL_CLOSE.name(), List.of(GRACEFUL_CLOSE), mode, ROUNDS, Setup.two(db));
+  }
+
+  /** User code frees every advisory lock of the lease's session while the task runs. */
+  @ParameterizedTest
+  @EnumSource(TakeoverMode.class)
+  void userCodeCallsAdvisoryUnlockAllMidTask(TakeoverMode mode, TestDatabase db) throws Exception {
+    scenario(db, UNLOCK_ALL.name(), List.of(UNLOCK_ALL), mode, ROUNDS, Setup.two(db));
+  }
+
+  /**
+   * The candidates' role carries {@code idle_in_transaction_session_timeout = '500ms'} (ALTER ROLE
+   * ... SET, as a DBA would configure it), and the task idles in a transaction past it: the server
+   * ends the leader's session, which frees the lock, while the task still runs.
+   */
+  @ParameterizedTest
+  @EnumSource(TakeoverMode.class)
+  void roleLevelIdleInTransactionTimeoutEndsTheSessionMidTask(TakeoverMode mode, TestDatabase db)
+      throws Exception {
+    String role = "retsu_idle_tx_" + mode.name().toLowerCase(Locale.ROOT);
+    String password = "pw" + Long.toHexString(new Random().nextLong() & Long.MAX_VALUE);
+    db.execute(
+        "DROP ROLE IF EXISTS "
+            + role
+            + "; CREATE ROLE "
+            + role
+            + " LOGIN NOSUPERUSER PASSWORD '"
+            + password
+            + "'; ALTER ROLE "
+            + role
+            + " SET idle_in_transaction_session_timeout = '"
+            + IDLE_IN_TX_TIMEOUT_MS
+            + "ms'");
+    try {
+      scenario(
+          db,
+          IDLE_IN_TRANSACTION.name(),
+          List.of(IDLE_IN_TRANSACTION),
+          mode,
+          ROUNDS,
+          new Setup(2, "PLAIN", role, password));
+    } finally {
+      dropRole(db, role);
+    }
+  }
+
   @ParameterizedTest
   @EnumSource(TakeoverMode.class)
   void partitionHealedBeforeTheDeadlineKeepsTheTerm(TakeoverMode mode, TestDatabase db)
@@ -264,7 +340,9 @@ class FaultInjectionIntegrationTest {
             PARTITION,
             PAUSE_LEADER,
             TASK_THROWS,
-            TASK_HANGS);
+            TASK_HANGS,
+            GRACEFUL_CLOSE,
+            UNLOCK_ALL);
     scenario(
         db, "random", faults, mode, RANDOM_ROUNDS, new Setup(3, "MIXED", db.user(), db.password()));
   }
@@ -404,6 +482,22 @@ class FaultInjectionIntegrationTest {
   private static Phase pick(Random random, Set<Phase> phases) {
     List<Phase> list = new ArrayList<>(phases);
     return list.get(random.nextInt(list.size()));
+  }
+
+  private static void dropRole(TestDatabase db, String role) {
+    try {
+      db.execute("DROP ROLE IF EXISTS " + role);
+    } catch (SQLException e) {
+      // a session of the role may linger a moment after its candidate exited
+      await()
+          .atMost(WITHIN)
+          .ignoreExceptions()
+          .until(
+              () -> {
+                db.execute("DROP ROLE IF EXISTS " + role);
+                return true;
+              });
+    }
   }
 
   /** Summarises every measurement of this run as a Markdown table in target/fault-summary.md. */
