@@ -290,8 +290,7 @@ class FaultInjectionIntegrationTest {
     long key = KEYS.incrementAndGet();
     List<TermChecker.Injection> injections = new ArrayList<>();
     try (Fleet fleet = new Fleet(db, key, mode, Fleet.TaskProfile.of(random.nextLong(), "PLAIN"))) {
-      fleet.launch();
-      fleet.launch();
+      fleet.launch(2);
       for (int round = 1; round <= ROUNDS; round++) {
         Phase phase = pick(random, LEADING);
         Fleet.Member leader = fleet.awaitLeaderAndContendingStandbys(WITHIN);
@@ -323,7 +322,11 @@ class FaultInjectionIntegrationTest {
       fleet.stopAll();
       // The term is kept on purpose here, so its checks after the fault are no finding.
       judge(
-          scenario, TermChecker.analyse(fleet.timeline(), Set.of(), injections), injections, false);
+          scenario,
+          TermChecker.analyse(fleet.timeline(), Set.of(), injections),
+          injections,
+          false,
+          fleet.exits());
     }
   }
 
@@ -367,9 +370,7 @@ class FaultInjectionIntegrationTest {
             Fleet.TaskProfile.of(random.nextLong(), setup.taskMode()),
             setup.user(),
             setup.password())) {
-      for (int i = 0; i < setup.candidates(); i++) {
-        fleet.launch();
-      }
+      fleet.launch(setup.candidates());
       for (int round = 1; round <= rounds; round++) {
         Fault fault = faults.get(random.nextInt(faults.size()));
         if (fault.name().startsWith("restart") && !db.server().supportsRestart()) {
@@ -400,7 +401,7 @@ class FaultInjectionIntegrationTest {
       fleet.stopAll();
       fleet.members().stream().filter(m -> m.killed).forEach(m -> killed.add(m.id));
       TermChecker.Result result = TermChecker.analyse(fleet.timeline(), killed, injections);
-      judge(scenario, result, injections, true);
+      judge(scenario, result, injections, true, fleet.exits());
       assertThat(result.terms()).hasSizeGreaterThanOrEqualTo(rounds + 1);
     }
   }
@@ -425,7 +426,8 @@ class FaultInjectionIntegrationTest {
       String scenario,
       TermChecker.Result result,
       List<TermChecker.Injection> injections,
-      boolean faultEndsTheTerm)
+      boolean faultEndsTheTerm,
+      List<Fleet.Event> exits)
       throws IOException {
     record(scenario + ".residual-window", 0, result.residualNanos() / 1e6, "");
     if (result.smallestGapNanos() != Long.MAX_VALUE) {
@@ -448,13 +450,17 @@ class FaultInjectionIntegrationTest {
     System.out.printf(
         Locale.ROOT,
         "FAULT-SUITE %s seed=%d faults=[%s] residual-window=%.1fms check-after-fault=%.1fms"
-            + " violations=%d%n",
+            + " violations=%d candidates-that-gave-up=[%s]%n",
         scenario,
         SEED,
         faults,
         result.residualNanos() / 1e6,
         checkAfterFault / 1e6,
-        result.violations().size());
+        result.violations().size(),
+        // not a safety finding (the fleet replaced them); a liveness note for the closing report
+        exits.stream()
+            .map(e -> e.member() + " EXIT " + String.join(" ", e.fields()))
+            .collect(Collectors.joining(", ")));
     if (!result.violations().isEmpty()) {
       String message =
           String.format(

@@ -144,6 +144,7 @@ final class Fleet implements AutoCloseable {
   private final List<Member> members = new CopyOnWriteArrayList<>();
   final List<Event> all = new CopyOnWriteArrayList<>();
   private int launched;
+  private volatile int size;
 
   Fleet(TestDatabase db, long key, TakeoverMode takeover, TaskProfile task) {
     this(db, key, takeover, task, db.user(), db.password());
@@ -167,6 +168,30 @@ final class Fleet implements AutoCloseable {
 
   TakeoverMode takeover() {
     return takeover;
+  }
+
+  /**
+   * Starts {@code n} candidates and keeps the fleet at that size: before each round, a candidate
+   * that is gone (killed, stopped, or exited on its own) is replaced, as a deployment restarts a
+   * dead replica.
+   */
+  void launch(int n) {
+    size = n;
+    for (int i = 0; i < n; i++) {
+      launch();
+    }
+  }
+
+  /** Starts replacements until the fleet has its size in living candidates again. */
+  private void replenish() {
+    for (int i = living().size(); i < size; i++) {
+      launch();
+    }
+  }
+
+  /** Events of candidates that ended on their own (EXIT), e.g. a standby that gave up. */
+  List<Event> exits() {
+    return all.stream().filter(e -> e.kind().equals("EXIT")).collect(Collectors.toList());
   }
 
   Member launch() {
@@ -252,6 +277,7 @@ final class Fleet implements AutoCloseable {
         .atMost(within)
         .until(
             () -> {
+              replenish();
               Optional<Member> leader = workingLeader();
               if (leader.isEmpty()) {
                 return null;
@@ -384,13 +410,12 @@ final class Fleet implements AutoCloseable {
 
   /**
    * After a round: heals the member's proxy and, when its process was killed or told to stop, waits
-   * for it to be gone and starts a replacement, as a deployment restarts a dead replica.
+   * for it to be gone (the next round's wait for a leader replaces it).
    */
   void settle(Member m, Duration within) {
     m.proxy.heal();
     if (m.killed || m.stopping) {
       await().atMost(within).until(() -> !m.alive());
-      launch();
     }
   }
 
