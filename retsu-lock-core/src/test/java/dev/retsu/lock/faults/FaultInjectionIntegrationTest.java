@@ -63,9 +63,12 @@ class FaultInjectionIntegrationTest {
 
   /**
    * How long an armed phase lasts at least: the parent injects when it reads PHASE, and the fault
-   * must land before the phase is over (a termination opens a connection first).
+   * must land before the phase is over (a termination opens a connection first). Longer than a
+   * polling standby's retry interval (200 ms, jittered) plus its attempt, so that when the fault
+   * frees the lock, the successor's term has begun before the hit leader's task reaches its check;
+   * well inside the 1 s task timeout.
    */
-  private static final long LINGER_MS = 300;
+  private static final long LINGER_MS = 600;
 
   /** The role-level idle-in-transaction timeout, and how long the task idles past it. */
   private static final long IDLE_IN_TX_TIMEOUT_MS = 500;
