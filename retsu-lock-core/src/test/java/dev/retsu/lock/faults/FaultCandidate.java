@@ -1,6 +1,7 @@
 package dev.retsu.lock.faults;
 
 import dev.retsu.lock.FailurePolicy;
+import dev.retsu.lock.LeaderContext;
 import dev.retsu.lock.LeaderListener;
 import dev.retsu.lock.LeaderLoop;
 import dev.retsu.lock.LeadershipLostException;
@@ -12,31 +13,83 @@ import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Duration;
+import java.util.Locale;
+import java.util.Random;
+import java.util.concurrent.atomic.AtomicReference;
 import org.postgresql.ds.PGSimpleDataSource;
 
 /**
  * A candidate JVM for the fault suite. Every line it prints on stdout starts with {@code T
  * <System.nanoTime()>}; on Linux that is CLOCK_MONOTONIC, one clock for every process on the
- * machine, so the parent compares the children's events on one time base. Events:
+ * machine, so the parent compares the children's events on one time base.
+ *
+ * <p>Its leader task takes time, like real leader work: each refresh draws, from a {@link Random}
+ * seeded by an argument, a duration spent before {@link LeaderContext#ensureLeader()} and one spent
+ * after it until the effect the check guards (work outside the database: here a sleep). Events:
  *
  * <ul>
- *   <li>{@code READY}; {@code ATTEMPT <result>}; {@code ACQUIRED <term> <token> <pid>}; {@code WORK
- *       <term> <token>} for each refresh that passed {@code ensureLeader()}, stamped with the time
- *       just before the check; {@code LOST <term> <reason>}; {@code EXIT <reason> <sqlstate>} or
- *       {@code STOPPED}.
+ *   <li>{@code READY}; {@code ATTEMPT <result>}; {@code ACQUIRED <term> <token> <pid>}; {@code LOST
+ *       <term> <reason>}; {@code EXIT <reason> <sqlstate>} or {@code STOPPED};
+ *   <li>{@code CHECK <term> <token>}, stamped right after {@code ensureLeader()} passed: from here
+ *       the candidate acts as leader;
+ *   <li>{@code EFFECT <term> <token>}, stamped right after the effect: here it stops acting;
+ *   <li>{@code ARMED <phase> <action>} when it read an {@code ARM} command, and {@code PHASE
+ *       <phase> <term>} when the armed phase begins (see below).
  * </ul>
  *
- * <p>It reads commands on stdin: {@code THROW} (the next refresh throws) and {@code HANG} (the next
- * refresh blocks until interrupted). Runs under {@link FailurePolicy#STEP_DOWN} with the fast
- * bounds of {@link FaultTiming}.
+ * <p>Task modes: {@code PLAIN} (no database work in the task), {@code TX} (every refresh runs
+ * inside a transaction on {@link LeaderContext#connection()}: {@code setAutoCommit(false)}, a
+ * statement, the wait, {@code ensureLeader()}, the wait, the effect, {@code commit()}), and {@code
+ * MIXED} (each refresh draws one of the two).
  *
- * <p>Arguments: jdbcUrl user password candidateId key takeover(POLL|WAIT)
+ * <p>It reads commands on stdin: {@code ARM <phase> <action> <lingerMs>}. The phase is where the
+ * parent wants a fault to land: {@code PRE} (the task runs, before the check), {@code POST} (after
+ * the check, before the effect), {@code TX} (like {@code PRE}, but inside an open transaction, for
+ * one refresh even in {@code PLAIN} mode), {@code BETWEEN} (the task returned; the loop waits for
+ * the next refresh), {@code CLOSE} (inside {@link LeaderLoop#close()}: the {@code onLost(CLOSED)}
+ * listener). At the phase the candidate prints {@code PHASE}, does the action, and makes the phase
+ * last at least {@code lingerMs} so that a fault the parent injects on seeing {@code PHASE} lands
+ * inside it. Actions: {@code NONE} (the parent injects), {@code THROW} (the task throws), {@code
+ * HANG} (the task blocks until interrupted), {@code UNLOCK_ALL} (user code runs {@code SELECT
+ * pg_advisory_unlock_all()} on the lease's connection), {@code IDLE} (the task idles {@code
+ * lingerMs}, e.g. in a transaction).
+ *
+ * <p>Runs under {@link FailurePolicy#STEP_DOWN} with the fast bounds of {@link FaultTiming}. A
+ * SIGTERM runs {@link LeaderLoop#close()} from a shutdown hook (a graceful stop).
+ *
+ * <p>Arguments: jdbcUrl user password candidateId key takeover(POLL|WAIT) seed taskMinMs taskMaxMs
+ * taskMode(PLAIN|TX|MIXED)
  */
 public final class FaultCandidate {
 
+  /** Where a fault is to land. */
+  enum Phase {
+    PRE,
+    POST,
+    TX,
+    BETWEEN,
+    CLOSE
+  }
+
+  /** What the candidate itself does at the armed phase. */
+  enum Action {
+    NONE,
+    THROW,
+    HANG,
+    UNLOCK_ALL,
+    IDLE
+  }
+
+  /** One armed phase. */
+  record Arm(Phase phase, Action action, long lingerMs) {}
+
   private static final PrintStream OUT = System.out;
-  private static volatile String command = "";
+  private static final AtomicReference<Arm> TASK_ARM = new AtomicReference<>();
+  private static final AtomicReference<Arm> CLOSE_ARM = new AtomicReference<>();
 
   private FaultCandidate() {}
 
@@ -47,7 +100,7 @@ public final class FaultCandidate {
   /**
    * Runs the candidate.
    *
-   * @param args jdbcUrl user password candidateId key takeover
+   * @param args jdbcUrl user password candidateId key takeover seed taskMinMs taskMaxMs taskMode
    */
   public static void main(String[] args) {
     PGSimpleDataSource ds = new PGSimpleDataSource();
@@ -57,6 +110,10 @@ public final class FaultCandidate {
       ds.setPassword(args[2]);
     }
     ds.setConnectTimeout(2);
+    Random random = new Random(Long.parseLong(args[6]));
+    long taskMinMs = Long.parseLong(args[7]);
+    long taskMaxMs = Long.parseLong(args[8]);
+    String taskMode = args[9];
     LeaderLoop loop =
         FaultTiming.fast(LeaderLoop.builder(ds, LockKey.of(Long.parseLong(args[4]))))
             .candidateId(args[3])
@@ -78,6 +135,12 @@ public final class FaultCandidate {
                   @Override
                   public void onLost(Term term, LossReason reason, Throwable cause) {
                     emit("LOST " + term.number() + " " + reason);
+                    Arm arm = reason == LossReason.CLOSED ? CLOSE_ARM.getAndSet(null) : null;
+                    if (arm != null) {
+                      // Inside close(): the library has not released the lock yet.
+                      emit("PHASE CLOSE " + term.number());
+                      linger(arm.lingerMs());
+                    }
                   }
 
                   @Override
@@ -94,7 +157,7 @@ public final class FaultCandidate {
                   new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
                 String line;
                 while ((line = in.readLine()) != null) {
-                  command = line.trim();
+                  command(line.trim());
                 }
               } catch (java.io.IOException e) {
                 emit("STDIN-CLOSED");
@@ -106,24 +169,7 @@ public final class FaultCandidate {
     Runtime.getRuntime().addShutdownHook(new Thread(loop::close, "retsu-lock-test-shutdown"));
     emit("READY");
     try {
-      loop.run(
-          ctx -> {
-            String c = command;
-            if (c.equals("THROW")) {
-              command = "";
-              throw new IllegalStateException("told to throw");
-            }
-            if (c.equals("HANG")) {
-              command = "";
-              Thread.sleep(Duration.ofHours(1).toMillis());
-            }
-            // The work's logical time is taken before the check: if ensureLeader() passes, this
-            // instant was before the self-fencing deadline, whatever pauses follow.
-            long checkedAt = System.nanoTime();
-            ctx.ensureLeader();
-            OUT.println(
-                "T " + checkedAt + " WORK " + ctx.term().number() + " " + ctx.fencingToken());
-          });
+      loop.run(ctx -> task(ctx, random, taskMinMs, taskMaxMs, taskMode));
       emit("STOPPED");
     } catch (LeadershipLostException e) {
       emit("EXIT " + e.reason() + " " + e.sqlState().orElse("-"));
@@ -131,6 +177,113 @@ public final class FaultCandidate {
     } catch (RuntimeException e) {
       emit("EXIT " + e.getClass().getSimpleName() + " -");
       System.exit(4);
+    }
+  }
+
+  private static void command(String line) {
+    String[] f = line.split(" ");
+    if (f.length == 4 && f[0].equals("ARM")) {
+      Arm arm =
+          new Arm(
+              Phase.valueOf(f[1].toUpperCase(Locale.ROOT)),
+              Action.valueOf(f[2].toUpperCase(Locale.ROOT)),
+              Long.parseLong(f[3]));
+      (arm.phase() == Phase.CLOSE ? CLOSE_ARM : TASK_ARM).set(arm);
+      emit("ARMED " + arm.phase() + " " + arm.action());
+    } else if (!line.isEmpty()) {
+      emit("UNKNOWN-COMMAND " + line.replace(' ', '_'));
+    }
+  }
+
+  /** One refresh of the leader task. */
+  private static void task(
+      LeaderContext ctx, Random random, long minMs, long maxMs, String taskMode) throws Exception {
+    long before = draw(random, minMs, maxMs);
+    long after = draw(random, minMs, maxMs);
+    boolean mixedTx = random.nextBoolean();
+    Arm arm = TASK_ARM.getAndSet(null);
+    Phase phase = arm == null ? null : arm.phase();
+    boolean tx =
+        phase == Phase.TX || taskMode.equals("TX") || (taskMode.equals("MIXED") && mixedTx);
+    long term = ctx.term().number();
+    Connection c = tx ? ctx.connection() : null;
+    boolean committed = false;
+    try {
+      if (tx) {
+        c.setAutoCommit(false);
+        try (Statement s = c.createStatement()) {
+          s.execute("SELECT now()"); // the transaction is open from here: idle in transaction
+        }
+      }
+      if (phase == Phase.PRE || phase == Phase.TX) {
+        before = atPhase(arm, ctx, term, before);
+      }
+      pause(before);
+      ctx.ensureLeader();
+      emit("CHECK " + term + " " + ctx.fencingToken());
+      if (phase == Phase.POST) {
+        after = atPhase(arm, ctx, term, after);
+      }
+      pause(after); // the effect: work outside the database that the check guards
+      emit("EFFECT " + term + " " + ctx.fencingToken());
+      if (tx) {
+        c.commit();
+        committed = true;
+      }
+    } finally {
+      if (tx) {
+        restoreAutoCommit(c, committed);
+      }
+    }
+    if (phase == Phase.BETWEEN) {
+      emit("PHASE BETWEEN " + term); // the loop now waits on its session until the next refresh
+    }
+  }
+
+  /** Prints PHASE, does the armed action, and returns how long the phase's wait is to last. */
+  private static long atPhase(Arm arm, LeaderContext ctx, long term, long drawn)
+      throws SQLException, InterruptedException {
+    emit("PHASE " + arm.phase() + " " + term);
+    switch (arm.action()) {
+      case THROW -> throw new IllegalStateException("told to throw");
+      case HANG -> Thread.sleep(Duration.ofHours(1).toMillis());
+      case UNLOCK_ALL -> {
+        try (Statement s = ctx.connection().createStatement()) {
+          s.execute("SELECT pg_advisory_unlock_all()");
+        }
+        emit("UNLOCKED " + term);
+      }
+      default -> {
+        // NONE: the parent injects; IDLE: the wait below is the fault
+      }
+    }
+    return Math.max(drawn, arm.lingerMs());
+  }
+
+  private static void restoreAutoCommit(Connection c, boolean committed) {
+    try {
+      if (!committed) {
+        c.rollback();
+      }
+      c.setAutoCommit(true);
+    } catch (SQLException e) {
+      // the session is gone or the term is over; the loop finds out on its own
+    }
+  }
+
+  private static long draw(Random random, long minMs, long maxMs) {
+    return minMs + (maxMs > minMs ? (long) (random.nextDouble() * (maxMs - minMs + 1)) : 0);
+  }
+
+  private static void pause(long millis) throws InterruptedException {
+    Thread.sleep(millis);
+  }
+
+  private static void linger(long millis) {
+    try {
+      Thread.sleep(millis);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
     }
   }
 }

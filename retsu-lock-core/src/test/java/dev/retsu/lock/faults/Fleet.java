@@ -17,6 +17,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
@@ -26,6 +27,23 @@ import java.util.stream.Collectors;
  * with every event they print collected on one time base (System.nanoTime of this machine).
  */
 final class Fleet implements AutoCloseable {
+
+  /** How the candidates' leader tasks behave; see {@link FaultCandidate}. */
+  record TaskProfile(long seed, long minMs, long maxMs, String mode) {
+
+    /**
+     * The suite's default: each half of a refresh (before and after the check) draws tens to a
+     * hundred and fifty milliseconds; {@code retsu.faults.taskMinMs} and {@code
+     * retsu.faults.taskMaxMs} override the bounds.
+     */
+    static TaskProfile of(long seed, String mode) {
+      return new TaskProfile(
+          seed,
+          Long.getLong("retsu.faults.taskMinMs", 10),
+          Long.getLong("retsu.faults.taskMaxMs", 150),
+          mode);
+    }
+  }
 
   /** One line a candidate printed. */
   record Event(long nanos, String member, String kind, List<String> fields) {}
@@ -38,6 +56,10 @@ final class Fleet implements AutoCloseable {
     final List<Event> events = new CopyOnWriteArrayList<>();
     volatile boolean killed;
     volatile boolean paused;
+
+    /** Told to stop (SIGTERM): no longer a candidate the scenario waits for. */
+    volatile boolean stopping;
+
     final Thread reader;
 
     Member(String id, FaultProxy proxy, Process process) {
@@ -90,23 +112,91 @@ final class Fleet implements AutoCloseable {
     int backendPid() {
       return Integer.parseInt(openTerm().orElseThrow().fields().get(2));
     }
+
+    /** The backend pid of one of this member's terms, ended or not. */
+    int backendPid(String term) {
+      return events.stream()
+          .filter(e -> e.kind().equals("ACQUIRED") && e.fields().get(0).equals(term))
+          .map(e -> Integer.parseInt(e.fields().get(2)))
+          .reduce((a, b) -> b)
+          .orElseThrow();
+    }
+
+    /** The first event of a kind this member printed at or after {@code since}. */
+    Optional<Event> first(String kind, long since) {
+      return events.stream().filter(e -> e.kind().equals(kind) && e.nanos() >= since).findFirst();
+    }
+
+    /** Whether the term has ended: its LOST is in, or the process is gone. */
+    boolean termEnded(String term) {
+      return !alive()
+          || events.stream()
+              .anyMatch(e -> e.kind().equals("LOST") && e.fields().get(0).equals(term));
+    }
   }
 
   private final TestDatabase db;
   private final long key;
   private final TakeoverMode takeover;
+  private final TaskProfile task;
+  private final String user;
+  private final String password;
   private final List<Member> members = new CopyOnWriteArrayList<>();
   final List<Event> all = new CopyOnWriteArrayList<>();
   private int launched;
+  private volatile int size;
 
-  Fleet(TestDatabase db, long key, TakeoverMode takeover) {
+  Fleet(TestDatabase db, long key, TakeoverMode takeover, TaskProfile task) {
+    this(db, key, takeover, task, db.user(), db.password());
+  }
+
+  /** A fleet whose candidates log in as {@code user}. */
+  Fleet(
+      TestDatabase db,
+      long key,
+      TakeoverMode takeover,
+      TaskProfile task,
+      String user,
+      String password) {
     this.db = db;
     this.key = key;
     this.takeover = takeover;
+    this.task = task;
+    this.user = user;
+    this.password = password;
+  }
+
+  TakeoverMode takeover() {
+    return takeover;
+  }
+
+  /**
+   * Starts {@code n} candidates and keeps the fleet at that size: before each round, a candidate
+   * that is gone (killed, stopped, or exited on its own) is replaced, as a deployment restarts a
+   * dead replica.
+   */
+  void launch(int n) {
+    size = n;
+    for (int i = 0; i < n; i++) {
+      launch();
+    }
+  }
+
+  /** Starts replacements until the fleet has its size in living candidates again. */
+  private void replenish() {
+    for (int i = living().size(); i < size; i++) {
+      launch();
+    }
+  }
+
+  /** Events of candidates that ended on their own (EXIT), e.g. a standby that gave up. */
+  List<Event> exits() {
+    return all.stream().filter(e -> e.kind().equals("EXIT")).collect(Collectors.toList());
   }
 
   Member launch() {
-    String id = "c" + (++launched) + "-" + key;
+    int n = ++launched;
+    String id = "c" + n + "-" + key;
     FaultProxy proxy = FaultProxy.inFrontOf(db.jdbcUrl());
     String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
     ProcessBuilder pb =
@@ -118,11 +208,15 @@ final class Fleet implements AutoCloseable {
             System.getProperty("java.class.path"),
             FaultCandidate.class.getName(),
             proxy.rewrite(db.jdbcUrl()),
-            db.user(),
-            db.password(),
+            user,
+            password,
             id,
             Long.toString(key),
-            takeover.name());
+            takeover.name(),
+            Long.toString(task.seed() * 31 + n), // each candidate its own task durations
+            Long.toString(task.minMs()),
+            Long.toString(task.maxMs()),
+            task.mode());
     try {
       Files.createDirectories(Path.of("target", "fault-logs"));
       pb.redirectError(Path.of("target", "fault-logs", id + ".log").toFile());
@@ -140,13 +234,15 @@ final class Fleet implements AutoCloseable {
   }
 
   List<Member> living() {
-    return members.stream().filter(m -> m.alive() && !m.killed).collect(Collectors.toList());
+    return members.stream()
+        .filter(m -> m.alive() && !m.killed && !m.stopping)
+        .collect(Collectors.toList());
   }
 
-  /** The member that leads and has done leader work in its current term. */
+  /** The member that leads and has passed a leader check in its current term. */
   Optional<Member> workingLeader() {
     for (Member m : members) {
-      if (!m.alive() || m.paused) {
+      if (!m.alive() || m.paused || m.stopping) {
         continue;
       }
       Optional<Event> term = m.openTerm();
@@ -156,7 +252,7 @@ final class Fleet implements AutoCloseable {
             m.events.stream()
                 .anyMatch(
                     e ->
-                        e.kind().equals("WORK")
+                        e.kind().equals("CHECK")
                             && e.fields().get(0).equals(n)
                             && e.nanos() >= term.get().nanos());
         if (worked) {
@@ -181,6 +277,7 @@ final class Fleet implements AutoCloseable {
         .atMost(within)
         .until(
             () -> {
+              replenish();
               Optional<Member> leader = workingLeader();
               if (leader.isEmpty()) {
                 return null;
@@ -190,11 +287,7 @@ final class Fleet implements AutoCloseable {
                       .filter(m -> m != leader.get() && !m.paused)
                       .collect(Collectors.toList());
               if (takeover == TakeoverMode.WAIT) {
-                int queued =
-                    db.queryInts(
-                            "SELECT count(*)::int FROM pg_locks WHERE locktype = 'advisory' AND"
-                                + " NOT granted")
-                        .get(0);
+                int queued = queuedWaiters();
                 return queued >= standbys.size() ? leader.get() : null;
               }
               for (Member m : standbys) {
@@ -208,10 +301,29 @@ final class Fleet implements AutoCloseable {
   }
 
   /**
-   * Waits for leader work in a term acquired after {@code since}, by anyone, and returns the time
-   * of that first work.
+   * Counts the lock requests queued in {@code pg_locks} for this fleet's key in this database. Only
+   * this key: waiters left queued on other keys (earlier scenarios, other tests on the server) must
+   * not make a WAIT fleet look ready before its own standbys are queued.
    */
-  long awaitNewTermWork(long since, Duration within) {
+  int queuedWaiters() throws java.sql.SQLException {
+    // LockKey.of(long) is pg_advisory_lock(bigint): classid is the high 32 bits, objid the low
+    // ones, objsubid 1.
+    return db.queryInts(
+            "SELECT count(*)::int FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+                + " AND database = (SELECT oid FROM pg_database WHERE datname ="
+                + " current_database()) AND objsubid = 1"
+                + " AND classid = ((?::int8 >> 32) & 4294967295)::oid"
+                + " AND objid = (?::int8 & 4294967295)::oid",
+            key,
+            key)
+        .get(0);
+  }
+
+  /**
+   * Waits for a passed leader check ({@code CHECK}) in a term acquired after {@code since}, by
+   * anyone, and returns the time of that first check: from then on the new leader acts.
+   */
+  long awaitNewTermCheck(long since, Duration within) {
     return await()
         .atMost(within)
         .until(
@@ -224,7 +336,7 @@ final class Fleet implements AutoCloseable {
               for (Event a : acquiredAfter) {
                 for (Event w : all) {
                   if (w.member().equals(a.member())
-                      && w.kind().equals("WORK")
+                      && w.kind().equals("CHECK")
                       && w.fields().get(0).equals(a.fields().get(0))
                       && w.nanos() >= a.nanos()) {
                     first = Math.min(first, w.nanos());
@@ -234,6 +346,22 @@ final class Fleet implements AutoCloseable {
               return first;
             },
             t -> t != Long.MAX_VALUE);
+  }
+
+  /** Waits for an event of a kind that a member prints at or after {@code since}. */
+  Event awaitEvent(Member m, String kind, long since, Duration within) {
+    return await()
+        .atMost(within)
+        .until(() -> m.first(kind, since), Optional::isPresent)
+        .orElseThrow();
+  }
+
+  /**
+   * Waits until a term of a member has ended (LOST printed, or the process is gone), so that every
+   * check and effect of that term is in the timeline before it is judged.
+   */
+  void awaitTermEnded(Member m, String term, Duration within) {
+    await().atMost(within).until(() -> m.termEnded(term));
   }
 
   void kill9(Member m) throws InterruptedException {
@@ -257,6 +385,40 @@ final class Fleet implements AutoCloseable {
     }
   }
 
+  /**
+   * Stops a member's process for {@code pause} (SIGSTOP), then lets it go on (SIGCONT) from a
+   * scheduled task: the fault is the pause itself.
+   */
+  void pause(Member m, Duration pause) {
+    signal(m, "-STOP");
+    m.paused = true;
+    CompletableFuture.delayedExecutor(pause.toMillis(), TimeUnit.MILLISECONDS)
+        .execute(
+            () -> {
+              if (m.paused && m.alive()) {
+                signal(m, "-CONT");
+              }
+              m.paused = false;
+            });
+  }
+
+  /** A graceful stop: SIGTERM, so the candidate's shutdown hook runs {@code loop.close()}. */
+  void sigterm(Member m) {
+    m.stopping = true;
+    signal(m, "-TERM");
+  }
+
+  /**
+   * After a round: heals the member's proxy and, when its process was killed or told to stop, waits
+   * for it to be gone (the next round's wait for a leader replaces it).
+   */
+  void settle(Member m, Duration within) {
+    m.proxy.heal();
+    if (m.killed || m.stopping) {
+      await().atMost(within).until(() -> !m.alive());
+    }
+  }
+
   /** Sorted copy of every event so far. */
   List<Event> timeline() {
     List<Event> copy = new ArrayList<>(all);
@@ -274,15 +436,28 @@ final class Fleet implements AutoCloseable {
     }
   }
 
-  /** SIGTERM every living candidate (so each ends its term with a reason), then clean up. */
+  /**
+   * SIGTERM every living candidate (so each ends its term with a reason), then clean up. Standbys
+   * stop first and the leader last: a standby taking over from a leader that the test itself is
+   * shutting down would judge the test's teardown, not the fault the scenario injected.
+   */
   void stopAll() throws InterruptedException {
     for (Member m : members) {
       if (m.paused) {
         signal(m, "-CONT");
         m.paused = false;
       }
+    }
+    List<Member> standbysFirst = new ArrayList<>(members);
+    standbysFirst.sort(Comparator.comparing(m -> m.openTerm().isPresent()));
+    for (Member m : standbysFirst) {
       if (m.alive()) {
+        m.stopping = true;
         m.process.toHandle().destroy();
+        if (!m.process.waitFor(15, TimeUnit.SECONDS)) {
+          m.process.destroyForcibly();
+          m.killed = true;
+        }
       }
     }
     for (Member m : members) {

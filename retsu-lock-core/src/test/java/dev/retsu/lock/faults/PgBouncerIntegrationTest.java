@@ -6,10 +6,13 @@ import static org.awaitility.Awaitility.await;
 
 import dev.retsu.lock.AdvisoryLock;
 import dev.retsu.lock.AdvisoryLockLease;
+import dev.retsu.lock.LeaderListener;
 import dev.retsu.lock.LeaderLoop;
 import dev.retsu.lock.LeadershipLostException;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.LossReason;
+import dev.retsu.lock.TakeoverMode;
+import dev.retsu.lock.Term;
 import dev.retsu.lock.UnsafeSessionException;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
@@ -27,8 +30,11 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
@@ -38,8 +44,9 @@ import org.postgresql.ds.PGSimpleDataSource;
 
 /**
  * Scenario 8: PgBouncer in transaction pooling mode moves statements between backends, so a session
- * lock cannot give mutual exclusion. The lease must refuse to lead. Uses Debian's {@code pgbouncer}
- * (.ci/run installs it); skipped with a message where it is missing.
+ * lock cannot give mutual exclusion. The lease must refuse to lead, with polling and with waiting
+ * standbys ({@link TakeoverMode#WAIT}). Uses Debian's {@code pgbouncer} (.ci/run installs it);
+ * skipped with a message where it is missing.
  */
 @ExtendWith(PostgresExtension.class)
 class PgBouncerIntegrationTest {
@@ -261,5 +268,219 @@ class PgBouncerIntegrationTest {
       }
     }
     assertLockFreedOnceThePoolerLetsGo(key);
+  }
+
+  /**
+   * Two waiting standbys ({@link TakeoverMode#WAIT}) through one PgBouncer whose pool has a single
+   * server connection: the first leads, and the second's wait would run on the very backend that
+   * holds the lock, where {@code pg_advisory_lock} is re-entrant and returns at once. The second
+   * must be refused, and the two must never lead at the same time.
+   */
+  @Test
+  void secondWaitingCandidateOnASharedBackendIsRefused() throws Exception {
+    startBouncer(1);
+    LockKey key = LockKey.named("retsu-test", "pgbouncer-wait-shared");
+    Leaders leaders = new Leaders();
+    LeaderLoop first = waitingLoop(viaBouncer(), key, "wait-first", leaders);
+    LeaderLoop second = waitingLoop(viaBouncer(), key, "wait-second", leaders);
+    try {
+      CompletableFuture<Void> a = first.start(leaders::task);
+      await().atMost(Duration.ofSeconds(20)).until(first::isLeader);
+      CompletableFuture<Void> b = second.start(leaders::task);
+      await().atMost(Duration.ofSeconds(20)).until(() -> b.isDone() || leaders.most.get() > 1);
+      leaders.assertNeverTwo();
+      assertRefusedAsPooled(b, "wait-second");
+      assertThat(a).isNotDone();
+    } finally {
+      first.close();
+      second.close();
+    }
+    assertLockFreedOnceThePoolerLetsGo(key);
+  }
+
+  /**
+   * The race behind the test above: both waiting standbys check their backend before either has the
+   * lock (each check sees the key free), then both ask for it on the one shared backend. A barrier
+   * in front of {@code pg_advisory_lock} makes the interleaving certain. Advisory locks are
+   * re-entrant, so both requests are granted at once: the library must still refuse, and never let
+   * both lead.
+   */
+  @Test
+  void waitingCandidatesThatCheckTogetherOnOneBackendNeverBothLead() throws Exception {
+    startBouncer(1);
+    LockKey key = LockKey.named("retsu-test", "pgbouncer-wait-race");
+    CyclicBarrier beforeLock = new CyclicBarrier(2);
+    Leaders leaders = new Leaders();
+    LeaderLoop a =
+        waitingLoop(new BarrierBeforeLock(viaBouncer(), beforeLock), key, "race-a", leaders);
+    LeaderLoop b =
+        waitingLoop(new BarrierBeforeLock(viaBouncer(), beforeLock), key, "race-b", leaders);
+    try {
+      CompletableFuture<Void> runA = a.start(leaders::task);
+      CompletableFuture<Void> runB = b.start(leaders::task);
+      await()
+          .atMost(Duration.ofSeconds(30))
+          .until(
+              () ->
+                  leaders.most.get() > 1
+                      || (runA.isDone() && runB.isDone())
+                      || ((runA.isDone() || runB.isDone()) && (a.isLeader() || b.isLeader())));
+      leaders.assertNeverTwo();
+      assertThat(List.of(runA, runB))
+          .as("the library refuses a candidate whose backend is shared (POOLER_DETECTED)")
+          .anySatisfy(run -> assertRefusedAsPooled(run, "race"));
+    } finally {
+      a.close();
+      b.close();
+    }
+    assertLockFreedOnceThePoolerLetsGo(key);
+  }
+
+  private LeaderLoop waitingLoop(
+      javax.sql.DataSource ds, LockKey key, String id, LeaderListener listener) {
+    return FaultTiming.fast(LeaderLoop.builder(ds, key))
+        .candidateId(id)
+        .takeover(TakeoverMode.WAIT)
+        .listener(listener)
+        .build();
+  }
+
+  private static void assertRefusedAsPooled(CompletableFuture<Void> run, String who) {
+    assertThat(run).as(who + " stopped").isDone();
+    assertThatThrownBy(run::join)
+        .as(who + " was refused")
+        .cause()
+        .isInstanceOfSatisfying(
+            dev.retsu.lock.AdvisoryLockException.class,
+            e -> {
+              LossReason reason =
+                  e instanceof UnsafeSessionException u
+                      ? u.reason()
+                      : e instanceof LeadershipLostException l ? l.reason() : null;
+              assertThat(reason).isEqualTo(LossReason.POOLER_DETECTED);
+            });
+  }
+
+  /** Counts candidates that hold a term at once, and leader checks passed while another leads. */
+  private static final class Leaders implements LeaderListener {
+    final AtomicInteger current = new AtomicInteger();
+    final AtomicInteger most = new AtomicInteger();
+    final List<String> events = new CopyOnWriteArrayList<>();
+
+    @Override
+    public void onAcquired(Term term) {
+      most.accumulateAndGet(current.incrementAndGet(), Math::max);
+      events.add(
+          term.candidateId()
+              + " ACQUIRED term "
+              + term.number()
+              + " on backend "
+              + term.backendPid());
+    }
+
+    @Override
+    public void onLost(Term term, LossReason reason, Throwable cause) {
+      current.decrementAndGet();
+      events.add(term.candidateId() + " LOST term " + term.number() + " " + reason);
+    }
+
+    void task(dev.retsu.lock.LeaderContext ctx) {
+      ctx.ensureLeader();
+      if (current.get() > 1) {
+        events.add(ctx.term().candidateId() + " passed ensureLeader() while another leads");
+      }
+    }
+
+    void assertNeverTwo() {
+      assertThat(most.get())
+          .as("candidates leading at once through one pooled backend; events: %s", events)
+          .isLessThanOrEqualTo(1);
+    }
+  }
+
+  /**
+   * Holds every {@code pg_advisory_lock} statement until both candidates have reached theirs (or a
+   * few seconds passed, when one of them never gets there), so that both have checked their backend
+   * before either takes the lock.
+   */
+  private static final class BarrierBeforeLock implements javax.sql.DataSource {
+    private final javax.sql.DataSource target;
+    private final CyclicBarrier barrier;
+
+    BarrierBeforeLock(javax.sql.DataSource target, CyclicBarrier barrier) {
+      this.target = target;
+      this.barrier = barrier;
+    }
+
+    @Override
+    public Connection getConnection() throws SQLException {
+      return wrap(target.getConnection());
+    }
+
+    @Override
+    public Connection getConnection(String user, String password) throws SQLException {
+      return wrap(target.getConnection(user, password));
+    }
+
+    private Connection wrap(Connection c) {
+      return (Connection)
+          java.lang.reflect.Proxy.newProxyInstance(
+              Connection.class.getClassLoader(),
+              new Class<?>[] {Connection.class},
+              (proxy, method, args) -> {
+                if (method.getName().equals("prepareStatement")
+                    && args != null
+                    && args[0] instanceof String sql
+                    && sql.contains("pg_advisory_lock(")) {
+                  try {
+                    barrier.await(5, TimeUnit.SECONDS);
+                  } catch (java.util.concurrent.TimeoutException
+                      | java.util.concurrent.BrokenBarrierException e) {
+                    // the other candidate never got here: go on alone
+                  }
+                }
+                try {
+                  return method.invoke(c, args);
+                } catch (java.lang.reflect.InvocationTargetException e) {
+                  throw e.getCause();
+                }
+              });
+    }
+
+    @Override
+    public java.io.PrintWriter getLogWriter() throws SQLException {
+      return target.getLogWriter();
+    }
+
+    @Override
+    public void setLogWriter(java.io.PrintWriter out) throws SQLException {
+      target.setLogWriter(out);
+    }
+
+    @Override
+    public void setLoginTimeout(int seconds) throws SQLException {
+      target.setLoginTimeout(seconds);
+    }
+
+    @Override
+    public int getLoginTimeout() throws SQLException {
+      return target.getLoginTimeout();
+    }
+
+    @Override
+    public java.util.logging.Logger getParentLogger()
+        throws java.sql.SQLFeatureNotSupportedException {
+      return target.getParentLogger();
+    }
+
+    @Override
+    public <T> T unwrap(Class<T> iface) throws SQLException {
+      return target.unwrap(iface);
+    }
+
+    @Override
+    public boolean isWrapperFor(Class<?> iface) throws SQLException {
+      return target.isWrapperFor(iface);
+    }
   }
 }

@@ -1,0 +1,105 @@
+package dev.retsu.lock.faults;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+
+/** The checker itself, on made-up timelines: it must fail where two candidates act at once. */
+class TermCheckerTest {
+
+  private static final long MS = 1_000_000L;
+
+  private final List<Fleet.Event> timeline = new ArrayList<>();
+
+  private void at(long ms, String member, String kind, String... fields) {
+    timeline.add(new Fleet.Event(ms * MS, member, kind, List.of(fields)));
+  }
+
+  /** a leads term 1 and is hit by a server-side fault at 100 ms; b takes over at 120 ms. */
+  private List<TermChecker.Injection> takeover() {
+    at(0, "a", "ACQUIRED", "1", "1/10", "100");
+    at(50, "a", "CHECK", "1", "1/10");
+    at(80, "a", "EFFECT", "1", "1/10");
+    at(120, "b", "ACQUIRED", "1", "1/11", "101");
+    at(200, "b", "CHECK", "1", "1/11");
+    at(220, "b", "EFFECT", "1", "1/11");
+    at(300, "b", "LOST", "1", "CLOSED");
+    return List.of(new TermChecker.Injection(1, "a", "1", 100 * MS, true, "kill-9@BETWEEN"));
+  }
+
+  @Test
+  void cleanTakeoverPasses() {
+    List<TermChecker.Injection> faults = takeover();
+    TermChecker.Result r = TermChecker.analyse(timeline, Set.of("a"), faults);
+    assertThat(r.violations()).isEmpty();
+    assertThat(r.residualNanos()).isZero();
+    assertThat(r.aftermath().get(0).checkAfterFaultNanos()).isZero();
+  }
+
+  @Test
+  void checkOfTheOldTermAfterTheNewTermStartedFails() {
+    List<TermChecker.Injection> faults = takeover();
+    at(150, "a", "CHECK", "1", "1/10"); // ensureLeader() passed 30 ms after b's ACQUIRED
+    at(170, "a", "EFFECT", "1", "1/10");
+    at(180, "a", "LOST", "1", "SESSION_LOST");
+    TermChecker.Result r = TermChecker.analyse(sorted(), Set.of(), faults);
+    assertThat(r.violations())
+        .singleElement()
+        .asString()
+        .contains("CHECK AFTER A NEWER TERM STARTED")
+        .contains("a#1")
+        .contains("b#1")
+        .contains("30.0 ms");
+    assertThat(r.residualNanos()).isEqualTo(50 * MS);
+    assertThat(r.aftermath().get(0).checkAfterFaultNanos()).isEqualTo(50 * MS);
+  }
+
+  @Test
+  void effectAfterTheNextTermOfALockOnlyTheLibraryReleasesFails() {
+    at(0, "a", "ACQUIRED", "1", "1/10", "100");
+    at(50, "a", "CHECK", "1", "1/10");
+    at(60, "a", "LOST", "1", "CLOSED"); // a graceful close while the task runs
+    at(90, "b", "ACQUIRED", "1", "1/11", "101");
+    at(110, "a", "EFFECT", "1", "1/10");
+    at(200, "b", "LOST", "1", "CLOSED");
+    List<TermChecker.Injection> faults =
+        List.of(new TermChecker.Injection(1, "a", "1", 55 * MS, false, "graceful-close@POST"));
+    TermChecker.Result r = TermChecker.analyse(timeline, Set.of(), faults);
+    assertThat(r.violations())
+        .singleElement()
+        .asString()
+        .contains("RELEASED WHILE ACTING")
+        .contains("20.0 ms");
+  }
+
+  @Test
+  void sameOverlapAfterAServerSideFaultIsOnlyTheResidualWindow() {
+    List<TermChecker.Injection> faults = takeover();
+    at(
+        130, "a", "EFFECT", "1",
+        "1/10"); // checked at 50 ms, before the fault: no library can stop it
+    TermChecker.Result r = TermChecker.analyse(sorted(), Set.of("a"), faults);
+    assertThat(r.violations()).isEmpty();
+    assertThat(r.residualNanos()).isEqualTo(10 * MS);
+  }
+
+  @Test
+  void tokensMustIncreaseAndTermsMustEndWithAReason() {
+    at(0, "a", "ACQUIRED", "1", "1/10", "100");
+    at(10, "a", "LOST", "1", "CLOSED");
+    at(20, "b", "ACQUIRED", "1", "1/9", "101");
+    TermChecker.Result r = TermChecker.analyse(timeline, Set.of(), List.of());
+    assertThat(r.violations())
+        .anyMatch(v -> v.startsWith("token did not increase"))
+        .anyMatch(v -> v.contains("ended without a reason"));
+  }
+
+  private List<Fleet.Event> sorted() {
+    List<Fleet.Event> copy = new ArrayList<>(timeline);
+    copy.sort(java.util.Comparator.comparingLong(Fleet.Event::nanos));
+    return copy;
+  }
+}
