@@ -308,20 +308,18 @@ public final class LeaderLoop implements AutoCloseable {
 
   /** The contend loop: attempt, lead when acquired, apply the failure policy, wait. */
   private void contend(LeaderTask task) {
-    boolean contacted = false;
     int failedTerms = 0;
     while (!closing.get()) {
       long started = settings.time().nanoTime();
       Optional<AdvisoryLockLease> lease;
       try {
         lease = standby.attempt();
-        contacted = true;
       } catch (AdvisoryLockException e) {
         listeners.attempt(AttemptResult.ERROR, since(started), e);
         if (closing.get() || e.getCause() instanceof InterruptedException) {
           return;
         }
-        if (!contacted || fatal(e)) {
+        if (!standby.reachedDatabase() || fatal(e)) {
           throw e;
         }
         LOG.warn(

@@ -19,6 +19,7 @@ final class Standby implements AutoCloseable {
   private final DoubleSupplier random;
   private volatile LockWaiter waiter;
   private volatile boolean closed;
+  private volatile boolean reached;
 
   Standby(LoopSettings settings) {
     this(settings, () -> ThreadLocalRandom.current().nextDouble());
@@ -38,11 +39,14 @@ final class Standby implements AutoCloseable {
    */
   Optional<AdvisoryLockLease> attempt() {
     if (settings.takeover() == TakeoverMode.POLL) {
-      return settings.lock().tryAcquire();
+      Optional<AdvisoryLockLease> lease = settings.lock().tryAcquire();
+      reached = true;
+      return lease;
     }
     LockWaiter w = waiter;
     if (w == null) {
       w = LockWaiter.open(settings.lock(), settings.waitTimeout());
+      reached = true;
       waiter = w;
       if (closed) {
         w.close();
@@ -60,6 +64,14 @@ final class Standby implements AutoCloseable {
       waiter = null; // the waiter ended its session
       throw e;
     }
+  }
+
+  /**
+   * Whether any attempt has reached the database: until then a failure is a configuration error
+   * (wrong URL, no such database) and fails fast; after it, a failure is an outage to ride out.
+   */
+  boolean reachedDatabase() {
+    return reached;
   }
 
   /** After an attempt found the lock held elsewhere: POLL waits a jittered retry interval. */

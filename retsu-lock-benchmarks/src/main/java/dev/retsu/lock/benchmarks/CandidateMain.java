@@ -6,6 +6,7 @@ import dev.retsu.lock.AttemptResult;
 import dev.retsu.lock.FailurePolicy;
 import dev.retsu.lock.LeaderListener;
 import dev.retsu.lock.LeaderLoop;
+import dev.retsu.lock.LeaderLoopBuilder;
 import dev.retsu.lock.LeadershipLostException;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.LossReason;
@@ -91,7 +92,7 @@ public final class CandidateMain {
     ds.setUrl(spec.url());
     ds.setUser(spec.user());
     AtomicBoolean ready = new AtomicBoolean();
-    LeaderLoop.Builder builder =
+    LeaderLoopBuilder builder =
         LeaderLoop.builder(ds, LockKey.of(spec.key()))
             .candidateId(spec.id())
             .retryInterval(spec.retry())
@@ -127,7 +128,11 @@ public final class CandidateMain {
     LeaderLoop loop = builder.build();
     Runtime.getRuntime().addShutdownHook(new Thread(loop::close, "retsu-lock-bench-shutdown"));
     try {
-      loop.run(ctx -> emit("REFRESH", ""));
+      loop.run(
+          ctx -> {
+            ctx.ensureLeader(); // a leader acts only after the check, as users are told to
+            emit("REFRESH", "");
+          });
       emit("EXIT", "STOPPED");
     } catch (LeadershipLostException e) {
       emit("EXIT", e.reason().name());

@@ -1,6 +1,6 @@
 package dev.retsu.lock.benchmarks;
 
-import dev.retsu.lock.LeaderLoop;
+import dev.retsu.lock.LeaderLoopBuilder;
 import dev.retsu.lock.TakeoverMode;
 
 /** Applies a takeover mode ("poll" or "wait") to a retsu-lock loop builder. */
@@ -8,7 +8,7 @@ final class RetsuTakeover {
 
   private RetsuTakeover() {}
 
-  static void apply(LeaderLoop.Builder builder, String mode) {
+  static void apply(LeaderLoopBuilder builder, String mode) {
     switch (mode) {
       case "poll" -> builder.takeover(TakeoverMode.POLL);
       case "wait" -> builder.takeover(TakeoverMode.WAIT);

@@ -6,6 +6,7 @@ import dev.retsu.lock.AdvisoryLock;
 import dev.retsu.lock.AdvisoryLockLease;
 import dev.retsu.lock.LeaderListener;
 import dev.retsu.lock.LeaderLoop;
+import dev.retsu.lock.LeaderLoopBuilder;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.Term;
 import java.sql.Connection;
@@ -91,7 +92,7 @@ final class ScaleBenchmark {
       DataSource ds = wait ? direct : pooled;
       long t0 = System.nanoTime();
       for (int i = 0; i < n; i++) {
-        LeaderLoop.Builder builder =
+        LeaderLoopBuilder builder =
             LeaderLoop.builder(ds, key)
                 .candidateId("scale-" + i)
                 .retryInterval(retry)

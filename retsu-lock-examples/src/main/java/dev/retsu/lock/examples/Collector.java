@@ -236,8 +236,7 @@ final class Collector {
     if (l == null) {
       return false;
     }
-    LeaderLoop.State s = l.state();
-    return s == LeaderLoop.State.STANDBY || s == LeaderLoop.State.LEADER;
+    return l.state() == LeaderLoop.State.RUNNING;
   }
 
   /** The body of {@code /leader}. */
@@ -250,6 +249,7 @@ final class Collector {
         switch (l.state()) {
           case NEW -> "starting";
           case CLOSED -> "stopped";
+          case FAILED -> "failed";
           default -> l.isLeader() ? "leader" : "standby";
         };
     out.put("role", role);
@@ -260,7 +260,7 @@ final class Collector {
     out.put("backendPid", term.map(Term::backendPid).orElse(null));
     out.put("exportingQueueState", queueMetrics != null && queueMetrics.isExporting());
     try {
-      Optional<LockHolder> holder = l.lock().currentHolder();
+      Optional<LockHolder> holder = l.currentHolder();
       out.put(
           "holder",
           holder
@@ -271,6 +271,7 @@ final class Collector {
                     m.put("candidate", h.candidateId().orElse(null));
                     m.put("applicationName", h.applicationName());
                     m.put("clientAddress", h.clientAddress().orElse(null));
+                    m.put("database", h.database());
                     return m;
                   })
               .orElse(null));
