@@ -6,6 +6,7 @@ import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.ReadmeSnippets;
 import dev.retsu.lock.testing.TestDatabase;
 import java.nio.file.Path;
+import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -100,10 +101,49 @@ class ReadmeSnippetsTest {
         .until(loop::isLeader);
     // snippet:core/leader-loop-close
     // ... on shutdown:
-    loop.close(); // ends the term, releases the lock at once; done completes
+    loop.close(); // stops the refresh, tells listeners, then releases the lock; done completes
     // end-snippet
     done.get(10, java.util.concurrent.TimeUnit.SECONDS);
     assertThat(loop.state()).isEqualTo(LeaderLoop.State.CLOSED);
+  }
+
+  @Test
+  void periodicJob(TestDatabase db) throws Exception {
+    db.execute(
+        "CREATE TABLE invoices (id int, state text); INSERT INTO invoices VALUES (1, 'queued')");
+    DataSource dataSource = db.dataSource();
+    java.util.concurrent.atomic.AtomicReference<Throwable> stopped =
+        new java.util.concurrent.atomic.AtomicReference<>();
+    // snippet:core/periodic-job
+    LeaderLoop job =
+        LeaderLoop.builder(dataSource, LockKey.named("billing", "send-invoices"))
+            .refreshInterval(Duration.ofMinutes(1)) // the period, from the end of one run
+            .refreshTimeout(Duration.ofMinutes(10)) // a longer run is interrupted; term ends
+            .build(); // STEP_DOWN: a run that throws ends the term; contend again after a backoff
+    CompletableFuture<Void> running =
+        job.start(
+            ctx -> {
+              try (PreparedStatement ps =
+                  ctx.connection()
+                      .prepareStatement(
+                          "UPDATE invoices SET state = 'sent' WHERE state = 'queued'")) {
+                ctx.ensureLeader(); // right before the effect
+                ps.executeUpdate();
+              }
+            });
+    running.whenComplete((ok, failure) -> stopped.set(failure)); // e.g. mark the service unhealthy
+    Runtime.getRuntime().addShutdownHook(new Thread(job::close, "send-invoices-shutdown"));
+    // end-snippet
+    org.awaitility.Awaitility.await()
+        .atMost(Duration.ofSeconds(20))
+        .until(
+            () ->
+                db.queryInts("SELECT count(*)::int FROM invoices WHERE state = 'sent'").get(0)
+                    == 1);
+    job.close();
+    running.get(10, java.util.concurrent.TimeUnit.SECONDS);
+    assertThat(stopped.get()).isNull();
+    assertThat(job.state()).isEqualTo(LeaderLoop.State.CLOSED);
   }
 
   @Test

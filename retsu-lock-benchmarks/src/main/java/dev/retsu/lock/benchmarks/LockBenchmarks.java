@@ -5,6 +5,11 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.retsu.lock.AdvisoryLock;
 import dev.retsu.lock.AdvisoryLockLease;
 import dev.retsu.lock.LockKey;
+import dev.retsu.lock.internal.PgSession;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -87,6 +92,24 @@ public class LockBenchmarks {
     }
   }
 
+  /** A quiet session, for the socket probe behind {@code ensureLeader()}. */
+  @State(Scope.Thread)
+  public static class Quiet {
+    Connection connection;
+
+    /** Opens the session. */
+    @Setup(Level.Trial)
+    public void setUp() throws SQLException {
+      connection = direct().getConnection();
+    }
+
+    /** Closes it. */
+    @TearDown(Level.Trial)
+    public void tearDown() throws SQLException {
+      connection.close();
+    }
+  }
+
   static PGSimpleDataSource direct() {
     PGSimpleDataSource ds = new PGSimpleDataSource();
     ds.setUrl(System.getProperty("retsu.bench.jdbcUrl"));
@@ -115,6 +138,35 @@ public class LockBenchmarks {
   @Benchmark
   public boolean isHeldHeartbeat(Held s) {
     return s.lease.isHeld();
+  }
+
+  /**
+   * What {@code ensureLeader()} costs on a live, quiet session: a read of what is already on the
+   * socket, no round trip. The read waits at most 1 ms (the smallest socket timeout), which is what
+   * a quiet session costs.
+   *
+   * @param s the state
+   * @return what the socket showed
+   */
+  @Benchmark
+  public PgSession.Evidence ensureLeaderSocketProbe(Quiet s) {
+    return PgSession.probe(s.connection);
+  }
+
+  /**
+   * The strict check's floor: one trivial round trip on the same session.
+   *
+   * @param s the state
+   * @return 1
+   * @throws SQLException on a database error
+   */
+  @Benchmark
+  public int roundTripSelect1(Quiet s) throws SQLException {
+    try (Statement st = s.connection.createStatement();
+        ResultSet rs = st.executeQuery("SELECT 1")) {
+      rs.next();
+      return rs.getInt(1);
+    }
   }
 
   /**
