@@ -177,6 +177,29 @@ public final class LeaderLoop implements AutoCloseable {
   }
 
   /**
+   * Adds a listener to a loop that may already run, as metrics binders do when they are bound. It
+   * hears what happens from now on: during a term, that term's refreshes and {@code onLost} but not
+   * its {@code onAcquired} (read {@link #currentTerm()} to catch up). Calls stay serialised with
+   * the other listeners'.
+   *
+   * @param listener the listener
+   */
+  public void addListener(LeaderListener listener) {
+    listeners.add(listener);
+  }
+
+  /**
+   * Removes a listener added here or on the builder; it hears nothing after this returns, unless a
+   * call to it is in progress.
+   *
+   * @param listener the listener
+   * @return true if it was registered
+   */
+  public boolean removeListener(LeaderListener listener) {
+    return listeners.remove(listener);
+  }
+
+  /**
    * Returns the lifecycle state.
    *
    * @return the state

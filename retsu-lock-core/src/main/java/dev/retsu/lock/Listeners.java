@@ -2,6 +2,8 @@ package dev.retsu.lock;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.locks.ReentrantLock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -21,8 +23,16 @@ final class Listeners {
   private final ReentrantLock order = new ReentrantLock();
 
   Listeners(List<LeaderListener> listeners, String context) {
-    this.listeners = List.copyOf(listeners);
+    this.listeners = new CopyOnWriteArrayList<>(listeners);
     this.context = context;
+  }
+
+  void add(LeaderListener listener) {
+    listeners.add(Objects.requireNonNull(listener, "listener"));
+  }
+
+  boolean remove(LeaderListener listener) {
+    return listeners.remove(listener);
   }
 
   /** A call made on one listener. */
