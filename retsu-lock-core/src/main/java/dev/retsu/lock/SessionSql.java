@@ -5,7 +5,8 @@ package dev.retsu.lock;
  * the same statement and before locking, that the server is a primary and that this backend does
  * not already hold the key (a shared backend, as behind a transaction-mode pooler, would grant it
  * again). Every function is schema-qualified, so a user's search_path cannot shadow it. Keys and
- * values are always bound parameters. Thread-safe (stateless).
+ * values are always bound parameters. (The two-array {@code unnest} in FROM is syntax, not a
+ * function, so it cannot be qualified.) Thread-safe (stateless).
  */
 final class SessionSql {
 
@@ -29,7 +30,7 @@ final class SessionSql {
   private static String applySettingsWhen(String condition) {
     return "CASE WHEN "
         + condition
-        + " THEN (SELECT coalesce(array_agg(v.name ORDER BY v.ord), '{}')"
+        + " THEN (SELECT coalesce(pg_catalog.array_agg(v.name ORDER BY v.ord), '{}')"
         + " FROM unnest(?::text[], ?::text[]) WITH ORDINALITY AS v(name, value, ord)"
         + " WHERE "
         + condition
@@ -96,7 +97,7 @@ final class SessionSql {
    */
   static String fencingToken() {
     return "SELECT pg_catalog.pg_current_xact_id()::text::bigint,"
-        + " ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1,"
+        + " ('x' || pg_catalog.substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1,"
         + " 8))::bit(32)::int, pg_catalog.set_config('synchronous_commit', 'on', true),"
         + " pg_catalog.pg_backend_pid()"
         + " FROM pg_catalog.pg_logical_emit_message(true, 'retsu-lock-fence', ?)";
@@ -104,7 +105,7 @@ final class SessionSql {
 
   /** The holder: pid, application_name, usename, client address, backend start, database. */
   static String currentHolder(LockKey key) {
-    return "SELECT l.pid, a.application_name, a.usename, host(a.client_addr), a.backend_start,"
+    return "SELECT l.pid, a.application_name, a.usename, pg_catalog.host(a.client_addr), a.backend_start,"
         + " pg_catalog.current_database() FROM pg_catalog.pg_locks l LEFT JOIN"
         + " pg_catalog.pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND"
         + " l.granted AND l.mode = 'ExclusiveLock' AND l.database = (SELECT d.oid FROM"

@@ -252,6 +252,28 @@ class LeaderLoopIntegrationTest {
   }
 
   @Test
+  void aTaskThatRestoresTheInterruptFlagDoesNotTurnATimeoutIntoASilentStop(TestDatabase db) {
+    LockKey key = freshKey();
+    LeaderLoop a = track(fast(db, key, "a").refreshTimeout(Duration.ofMillis(300)).build());
+    CompletableFuture<Void> run =
+        a.start(
+            ctx -> {
+              try {
+                Thread.sleep(TimeUnit.HOURS.toMillis(1));
+              } catch (InterruptedException e) {
+                Thread.currentThread().interrupt(); // the usual idiom
+              }
+            });
+    // EXIT: the timed-out term surfaces from run(), it is not mistaken for a stop request.
+    assertThatThrownBy(() -> run.get(20, TimeUnit.SECONDS))
+        .cause()
+        .isInstanceOfSatisfying(
+            LeadershipLostException.class,
+            e -> assertThat(e.reason()).isEqualTo(LossReason.REFRESH_TIMED_OUT));
+    assertThat(a.state()).isEqualTo(LeaderLoop.State.FAILED);
+  }
+
+  @Test
   void closeFromAnotherThreadStopsARunningLeader(TestDatabase db) throws Exception {
     LockKey key = freshKey();
     LeaderLoop a = track(fast(db, key, "a").build());

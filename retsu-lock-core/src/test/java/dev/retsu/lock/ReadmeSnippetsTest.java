@@ -37,7 +37,8 @@ class ReadmeSnippetsTest {
   @Test
   void acquire(TestDatabase db) throws SQLException {
     db.execute(
-        "CREATE TABLE invoices (id int, state text); INSERT INTO invoices VALUES (1, 'new')");
+        "CREATE TABLE IF NOT EXISTS invoices (id int, state text); DELETE FROM invoices;"
+            + " INSERT INTO invoices VALUES (1, 'new')");
     DataSource dataSource = db.dataSource();
     // snippet:core/acquire
     AdvisoryLock lock =
@@ -110,7 +111,8 @@ class ReadmeSnippetsTest {
   @Test
   void periodicJob(TestDatabase db) throws Exception {
     db.execute(
-        "CREATE TABLE invoices (id int, state text); INSERT INTO invoices VALUES (1, 'queued')");
+        "CREATE TABLE IF NOT EXISTS invoices (id int, state text); DELETE FROM invoices;"
+            + " INSERT INTO invoices VALUES (1, 'queued')");
     DataSource dataSource = db.dataSource();
     java.util.concurrent.atomic.AtomicReference<Throwable> stopped =
         new java.util.concurrent.atomic.AtomicReference<>();

@@ -204,7 +204,7 @@ public final class SessionTerminator {
 
   private static boolean terminateOwnBackend(Connection handle, String context) {
     try (Statement s = handle.createStatement()) {
-      s.execute("SELECT pg_terminate_backend(pg_backend_pid())");
+      s.execute("SELECT pg_catalog.pg_terminate_backend(pg_catalog.pg_backend_pid())");
       LOG.warn("{} pg_terminate_backend of the own session returned normally", context);
       return false;
     } catch (SQLException e) {
