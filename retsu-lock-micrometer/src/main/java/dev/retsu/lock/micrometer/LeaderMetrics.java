@@ -59,6 +59,12 @@ import org.slf4j.LoggerFactory;
  *   <tr><td>{@value Names#SELF_FENCED_TERMS}</td><td>counter</td><td></td></tr>
  * </table>
  *
+ * <p>The {@value Names#LEADER} gauge has two series. {@code state=leader} is 1 while the loop leads
+ * a term. {@code state=standby} is 1 while the loop runs ({@link LeaderLoop.State#RUNNING}) and
+ * does not lead. Both are 0 before the loop runs ({@link LeaderLoop.State#NEW}) and after it
+ * stopped ({@link LeaderLoop.State#CLOSED CLOSED} or {@link LeaderLoop.State#FAILED FAILED}), so a
+ * sum over the two says whether the candidate still takes part.
+ *
  * <p>All series, including one per attempt result and per loss reason, are registered by {@link
  * #bindTo} so that rates start from zero; the counters and timers count what happens after it. A
  * term already running at bind time is shown by the gauge and the term timer (timed from the bind)
@@ -75,7 +81,10 @@ public final class LeaderMetrics implements MeterBinder, AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(LeaderMetrics.class);
 
-  private static final String LEADER_DESCRIPTION = "1 while this candidate leads the lock, else 0";
+  private static final String LEADER_DESCRIPTION =
+      "Leadership of this candidate: state=leader is 1 while its loop leads a term;"
+          + " state=standby is 1 while its loop runs and does not lead (contending);"
+          + " both are 0 before the loop runs and after it stopped (closed or failed)";
 
   private final LeaderLoop loop;
   private final String lockName;
@@ -263,12 +272,18 @@ public final class LeaderMetrics implements MeterBinder, AutoCloseable {
     return listener;
   }
 
+  /** 1 while the loop leads a term; 0 otherwise, and always once the loop has stopped. */
   private double leaderValue() {
-    return term != null ? 1 : 0;
+    return term != null && !stopped(loop.state()) ? 1 : 0;
   }
 
+  /** 1 while the loop runs and does not lead; 0 while it leads, before it runs, once stopped. */
   private double standbyValue() {
-    return term == null ? 1 : 0;
+    return term == null && loop.state() == LeaderLoop.State.RUNNING ? 1 : 0;
+  }
+
+  private static boolean stopped(LeaderLoop.State state) {
+    return state == LeaderLoop.State.CLOSED || state == LeaderLoop.State.FAILED;
   }
 
   /** The loop's events, turned into meter updates. Never throws into the loop. */
@@ -379,6 +394,7 @@ public final class LeaderMetrics implements MeterBinder, AutoCloseable {
     Bound(MeterRegistry registry) {
       this.registry = registry;
       try {
+        // One description for both series: Prometheus shows one HELP line per name.
         add(
             Gauge.builder(Names.LEADER, LeaderMetrics.this, LeaderMetrics::leaderValue)
                 .description(LEADER_DESCRIPTION)

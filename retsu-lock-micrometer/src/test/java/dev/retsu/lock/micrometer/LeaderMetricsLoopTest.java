@@ -2,9 +2,11 @@ package dev.retsu.lock.micrometer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import dev.retsu.lock.FailurePolicy;
 import dev.retsu.lock.LeaderLoop;
+import dev.retsu.lock.LeadershipLostException;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.Term;
 import dev.retsu.lock.testing.PostgresExtension;
@@ -14,7 +16,9 @@ import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
@@ -22,8 +26,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * {@link LeaderMetrics} bound to real leader loops on a real PostgreSQL: a bind during a term, and
- * that {@code close()} unsubscribes.
+ * {@link LeaderMetrics} bound to real leader loops on a real PostgreSQL: what the leader gauge
+ * shows in each loop state, a bind during a term, and that {@code close()} unsubscribes.
  */
 @ExtendWith(PostgresExtension.class)
 class LeaderMetricsLoopTest {
@@ -97,10 +101,60 @@ class LeaderMetricsLoopTest {
     loop.close();
     run.get(WITHIN.toSeconds(), TimeUnit.SECONDS);
 
+    assertThat(loop.state()).isEqualTo(LeaderLoop.State.CLOSED);
     assertThat(m.isLeader()).isFalse();
     assertThat(state("a", "leader")).isEqualTo(0.0);
+    assertThat(state("a", "standby")).as("a closed loop does not contend").isEqualTo(0.0);
     assertThat(registry.get(Names.TERM).longTaskTimer().activeTasks()).isZero();
     assertThat(count(Names.LOST_TERMS, "reason", "closed")).isEqualTo(1.0);
+  }
+
+  @Test
+  void standbyIsOneOnlyWhileTheLoopRunsWithoutLeading(TestDatabase db) throws Exception {
+    LockKey key = newKey();
+    LeaderLoop holder = loop(db, key, "a", FailurePolicy.STEP_DOWN);
+    holder.start(ctx -> {});
+    await().atMost(WITHIN).until(holder::isLeader);
+    LeaderLoop loop = loop(db, key, "b", FailurePolicy.STEP_DOWN);
+    bound(loop);
+
+    assertThat(loop.state()).isEqualTo(LeaderLoop.State.NEW);
+    assertThat(state("b", "standby")).as("NEW").isEqualTo(0.0);
+    assertThat(state("b", "leader")).as("NEW").isEqualTo(0.0);
+
+    CompletableFuture<Void> run = loop.start(ctx -> {});
+    await().atMost(WITHIN).until(() -> count(Names.ATTEMPTS, "result", "held_elsewhere") >= 2);
+    assertThat(state("b", "standby")).as("RUNNING, not leading").isEqualTo(1.0);
+    assertThat(state("b", "leader")).as("RUNNING, not leading").isEqualTo(0.0);
+
+    loop.close();
+    run.get(WITHIN.toSeconds(), TimeUnit.SECONDS);
+    assertThat(loop.state()).isEqualTo(LeaderLoop.State.CLOSED);
+    assertThat(state("b", "standby")).as("CLOSED").isEqualTo(0.0);
+    assertThat(state("b", "leader")).as("CLOSED").isEqualTo(0.0);
+  }
+
+  @Test
+  void aLoopThatFailedShowsZeroInBothStates(TestDatabase db) throws Exception {
+    LeaderLoop loop = loop(db, newKey(), "a", FailurePolicy.EXIT);
+    LeaderMetrics m = bound(loop);
+    CompletableFuture<Void> run = loop.start(ctx -> {});
+    await().atMost(WITHIN).until(() -> state("a", "leader") == 1.0);
+    assertThat(state("a", "standby")).isEqualTo(0.0);
+
+    assertThat(db.terminateBackend(loop.currentTerm().orElseThrow().backendPid())).isTrue();
+
+    ExecutionException exit =
+        assertThrows(ExecutionException.class, () -> run.get(WITHIN.toSeconds(), TimeUnit.SECONDS));
+    assertThat(exit.getCause()).isInstanceOf(LeadershipLostException.class);
+    String reason =
+        ((LeadershipLostException) exit.getCause()).reason().name().toLowerCase(Locale.ROOT);
+    assertThat(loop.state()).isEqualTo(LeaderLoop.State.FAILED);
+    assertThat(m.isLeader()).isFalse();
+    assertThat(state("a", "leader")).as("FAILED").isEqualTo(0.0);
+    assertThat(state("a", "standby")).as("FAILED: nobody here contends").isEqualTo(0.0);
+    assertThat(count(Names.LOST_TERMS, "reason", reason)).isEqualTo(1.0);
+    assertThat(count(Names.ACQUISITIONS)).isEqualTo(1.0);
   }
 
   @Test

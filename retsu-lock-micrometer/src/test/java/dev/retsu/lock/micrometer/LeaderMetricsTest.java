@@ -27,8 +27,8 @@ import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 
 /**
- * Made-up events fed to the listener that {@code bindTo} subscribes, on loops that never run.
- * {@link LeaderMetricsLoopTest} runs real loops.
+ * Made-up events fed to the listener that {@code bindTo} subscribes, on loops that never run (state
+ * NEW, so the standby series is 0 throughout). {@link LeaderMetricsLoopTest} runs real loops.
  */
 class LeaderMetricsTest {
 
@@ -58,10 +58,10 @@ class LeaderMetricsTest {
   }
 
   @Test
-  void aBoundStandbyExportsStandbyAndZeroForEveryResultAndReason() {
+  void aBoundLoopThatHasNotStartedExportsZeroInBothStatesAndForEveryResultAndReason() {
     bound("a");
 
-    assertThat(state("a", "standby")).isEqualTo(1.0);
+    assertThat(state("a", "standby")).isEqualTo(0.0);
     assertThat(state("a", "leader")).isEqualTo(0.0);
     assertThat(registry.get(Names.ATTEMPTS).counters()).hasSize(AttemptResult.values().length);
     assertThat(registry.get(Names.LOST_TERMS).counters()).hasSize(LossReason.values().length);
@@ -137,7 +137,7 @@ class LeaderMetricsTest {
 
     assertThat(m.isLeader()).isFalse();
     assertThat(state("a", "leader")).isEqualTo(0.0);
-    assertThat(state("a", "standby")).isEqualTo(1.0);
+    assertThat(state("a", "standby")).as("the loop does not run").isEqualTo(0.0);
     assertThat(registry.get(Names.TERM).longTaskTimer().activeTasks()).isZero();
     assertThat(count(Names.LOST_TERMS, "reason", "session_lost")).isEqualTo(1.0);
     assertThat(count(Names.LOST_TERMS, "reason", "closed")).isZero();
@@ -344,7 +344,11 @@ class LeaderMetricsTest {
         .contains(
             "retsu_lock_lost_terms_total{candidate=\"a\",lock=\"queue-state\",reason=\"self_fenced\"} 0.0")
         .contains("retsu_lock_self_fenced_terms_total{candidate=\"a\",lock=\"queue-state\"} 0.0")
-        .contains("# HELP retsu_lock_leader ");
+        .contains(
+            "# HELP retsu_lock_leader Leadership of this candidate: state=leader is 1 while its loop"
+                + " leads a term; state=standby is 1 while its loop runs and does not lead"
+                + " (contending); both are 0 before the loop runs and after it stopped (closed or"
+                + " failed)\n");
     assertThat(TestTerms.samples(prometheus, "queue_")).isEmpty();
   }
 

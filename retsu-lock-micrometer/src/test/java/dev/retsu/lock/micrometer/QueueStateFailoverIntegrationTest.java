@@ -196,8 +196,10 @@ class QueueStateFailoverIntegrationTest {
     assertThat(exit.getCause()).isInstanceOf(LeadershipLostException.class);
     LossReason reason = ((LeadershipLostException) exit.getCause()).reason();
     assertThat(a.queueSeries()).isEmpty();
+    assertThat(a.loop.state()).isEqualTo(LeaderLoop.State.FAILED);
     assertThat(a.scrape())
-        .contains(a.leaderLine("standby", "1.0"))
+        .contains(a.leaderLine("leader", "0.0"))
+        .contains(a.leaderLine("standby", "0.0"))
         .contains(
             "retsu_lock_lost_terms_total{candidate=\"a\",lock=\"queue-state\",reason=\""
                 + reason.name().toLowerCase(java.util.Locale.ROOT)
