@@ -2,7 +2,7 @@ package dev.retsu.lock.micrometer;
 
 import dev.retsu.lock.AttemptResult;
 import dev.retsu.lock.LeaderListener;
-import dev.retsu.lock.LockKey;
+import dev.retsu.lock.LeaderLoop;
 import dev.retsu.lock.LossReason;
 import dev.retsu.lock.Term;
 import dev.retsu.lock.micrometer.internal.Texts;
@@ -22,22 +22,27 @@ import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.ReentrantLock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Leadership metrics of one candidate of one lock, exported on every replica: whether it leads, how
+ * Leadership metrics of one {@link LeaderLoop}, exported on every replica: whether it leads, how
  * often it tried and acquired, how long the current term runs, how refreshes go, and why terms
- * ended. Register it as the loop's listener and bind it to a registry:
+ * ended. Build it from the loop and bind it to a registry:
  *
  * <pre>{@code
- * LeaderMetrics metrics = LeaderMetrics.builder(key, "worker-1").lockName("queue-state").build();
- * metrics.bindTo(registry);
- * LeaderLoop loop = LeaderLoop.builder(dataSource, key).candidateId("worker-1").listener(metrics).build();
+ * LeaderLoop loop = LeaderLoop.builder(dataSource, key).candidateId("worker-1").build();
+ * LeaderMetrics metrics = LeaderMetrics.builder(loop).lockName("queue-state").build();
+ * metrics.bindTo(registry); // registers the meters and subscribes to the loop
  * }</pre>
+ *
+ * <p>The lock and the candidate come from the loop, so the tags always name the loop whose events
+ * are counted. {@link #bindTo} subscribes with {@link LeaderLoop#addListener}, and {@link #close()}
+ * unsubscribes. This class is not a {@link LeaderListener}: there is nothing to pass to the loop
+ * builder's {@code listener(...)}, and no way to subscribe it twice or to another loop. The loop
+ * may be bound before it starts or while it runs; if it leads at bind time, the gauges show it at
+ * once.
  *
  * <p>Every meter carries the tags {@code lock} (the {@linkplain Builder#lockName name} you give, by
  * default the key in hex) and {@code candidate}, plus any {@linkplain Builder#tags extra tags}:
@@ -54,67 +59,93 @@ import org.slf4j.LoggerFactory;
  *   <tr><td>{@value Names#SELF_FENCED_TERMS}</td><td>counter</td><td></td></tr>
  * </table>
  *
- * <p>All series, including one per attempt result and per loss reason, are registered by {@link
- * #bindTo} so that rates start from zero. An instance binds to one registry (use a {@code
- * CompositeMeterRegistry} to export to several), and a registry holds at most one instance per lock
- * and candidate. Events before {@code bindTo} only move the leader state. {@link #close()} removes
- * exactly the meters this instance registered; events after it are ignored. Listener methods never
- * throw: a failure is logged at WARN.
+ * <p>The {@value Names#LEADER} gauge has two series. {@code state=leader} is 1 while the loop leads
+ * a term. {@code state=standby} is 1 while the loop runs ({@link LeaderLoop.State#RUNNING}) and
+ * does not lead. Both are 0 before the loop runs ({@link LeaderLoop.State#NEW}) and after it
+ * stopped ({@link LeaderLoop.State#CLOSED CLOSED} or {@link LeaderLoop.State#FAILED FAILED}), so a
+ * sum over the two says whether the candidate still takes part.
  *
- * <p>Thread-safe. The loop calls the listener methods one at a time (possibly from its watchdog
- * thread); {@code bindTo} and {@code close} may run concurrently with them.
+ * <p>All series, including one per attempt result and per loss reason, are registered by {@link
+ * #bindTo} so that rates start from zero; the counters and timers count what happens after it. A
+ * term already running at bind time is shown by the gauge and the term timer (timed from the bind)
+ * but not counted as an acquisition. An instance binds to one registry (use a {@code
+ * CompositeMeterRegistry} to export to several), and a registry holds at most one instance per lock
+ * and candidate. {@link #close()} unsubscribes and removes exactly the meters this instance
+ * registered. Failures while handling the loop's events are logged at WARN, never thrown into the
+ * loop.
+ *
+ * <p>Thread-safe. The loop delivers events one at a time (possibly from its watchdog thread);
+ * {@code bindTo} and {@code close} may run concurrently with them.
  */
-public final class LeaderMetrics implements LeaderListener, MeterBinder, AutoCloseable {
+public final class LeaderMetrics implements MeterBinder, AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(LeaderMetrics.class);
 
-  private final LockKey key;
+  private static final String LEADER_DESCRIPTION =
+      "Leadership of this candidate: state=leader is 1 while its loop leads a term;"
+          + " state=standby is 1 while its loop runs and does not lead (contending);"
+          + " both are 0 before the loop runs and after it stopped (closed or failed)";
+
+  private final LeaderLoop loop;
   private final String lockName;
   private final String candidateId;
   private final Tags tags;
   private final String context;
-
-  private final AtomicBoolean leader = new AtomicBoolean();
-  private final AtomicReference<LongTaskTimer.Sample> termSample = new AtomicReference<>();
-  private final AtomicBoolean warnedForeignTerm = new AtomicBoolean();
+  private final LeaderListener listener = new Events();
   private final ReentrantLock lifecycle = new ReentrantLock();
+
+  /**
+   * The term the loop leads as far as its events say, or null; written under {@link #lifecycle},
+   * read by the gauges.
+   */
+  private volatile Term term;
 
   /** The meters while bound; null before {@link #bindTo} and after {@link #close()}. */
   private volatile Bound bound;
 
   /** Guarded by {@link #lifecycle}. */
+  private LongTaskTimer.Sample termSample;
+
+  /** Guarded by {@link #lifecycle}. */
   private boolean closed;
 
   private LeaderMetrics(Builder b) {
-    this.key = b.key;
-    this.candidateId = b.candidateId;
-    this.lockName = b.lockName != null ? b.lockName : Texts.hex(b.key);
+    this.loop = b.loop;
+    this.candidateId = b.loop.candidateId();
+    this.lockName = b.lockName != null ? b.lockName : Texts.hex(b.loop.key());
     this.tags = Tags.of(Names.TAG_LOCK, lockName, Names.TAG_CANDIDATE, candidateId).and(b.tags);
     this.context = Texts.context(lockName, candidateId);
   }
 
   /**
-   * Returns a builder.
+   * Returns a builder of metrics for one loop.
    *
-   * @param key the lock the loop contends for
-   * @param candidateId the loop's candidate id, exported as the {@code candidate} tag
+   * @param loop the loop to measure; its key and candidate id become the tags
    * @return a builder
-   * @throws NullPointerException if an argument is null
-   * @throws IllegalArgumentException if {@code candidateId} is empty
+   * @throws NullPointerException if {@code loop} is null
    */
-  public static Builder builder(LockKey key, String candidateId) {
-    return new Builder(key, candidateId);
+  public static Builder builder(LeaderLoop loop) {
+    return new Builder(loop);
   }
 
   /**
-   * Returns metrics tagged with the key in hex and the candidate id.
+   * Returns metrics for one loop, tagged with the key in hex and the candidate id.
    *
-   * @param key the lock the loop contends for
-   * @param candidateId the loop's candidate id
-   * @return the metrics, not yet bound
+   * @param loop the loop to measure
+   * @return the metrics, not yet bound (nor subscribed)
+   * @throws NullPointerException if {@code loop} is null
    */
-  public static LeaderMetrics of(LockKey key, String candidateId) {
-    return builder(key, candidateId).build();
+  public static LeaderMetrics of(LeaderLoop loop) {
+    return builder(loop).build();
+  }
+
+  /**
+   * Returns the loop these metrics measure.
+   *
+   * @return the loop
+   */
+  public LeaderLoop loop() {
+    return loop;
   }
 
   /**
@@ -127,7 +158,7 @@ public final class LeaderMetrics implements LeaderListener, MeterBinder, AutoClo
   }
 
   /**
-   * Returns the value of the {@code candidate} tag.
+   * Returns the value of the {@code candidate} tag: the loop's candidate id.
    *
    * @return the candidate id
    */
@@ -145,16 +176,17 @@ public final class LeaderMetrics implements LeaderListener, MeterBinder, AutoClo
   }
 
   /**
-   * Returns whether the last event said this candidate leads.
+   * Returns whether the loop leads a term, as its events (or, at bind time, its current term) say.
    *
-   * @return true between {@code onAcquired} and {@code onLost}
+   * @return true from {@code onAcquired}, or a bind during a term, until that term's {@code onLost}
    */
   public boolean isLeader() {
-    return leader.get();
+    return term != null;
   }
 
   /**
-   * Registers every meter on a registry.
+   * Registers every meter on a registry and subscribes to the loop's events. If the loop leads a
+   * term right now, the leader gauge shows 1 and the term timer runs from this call on.
    *
    * @param registry the registry
    * @throws IllegalStateException if this instance is bound already or closed, or the registry
@@ -183,115 +215,23 @@ public final class LeaderMetrics implements LeaderListener, MeterBinder, AutoClo
                 + " each a distinct lockName");
       }
       Bound b = new Bound(registry);
-      if (leader.get()) {
-        termSample.set(b.term.start());
-      }
       bound = b;
+      // Subscribe first, then catch up: an event from now on waits for this lock, so a term read
+      // here is either still running or its onLost comes after this method, never before it.
+      loop.addListener(listener);
+      Term running = loop.currentTerm().orElse(null);
+      if (running != null) {
+        term = running;
+        termSample = b.termTimer.start();
+      }
     } finally {
       lifecycle.unlock();
     }
   }
 
   /**
-   * Counts the attempt by result.
-   *
-   * @param result what happened
-   * @param duration how long it took
-   * @param error the failure, or null
-   */
-  @Override
-  public void onAttempt(AttemptResult result, Duration duration, Throwable error) {
-    safely("onAttempt", () -> ifBound(b -> b.attempts.get(result).increment()));
-  }
-
-  /**
-   * Marks this candidate leader, counts the acquisition and starts timing the term.
-   *
-   * @param term the new term
-   */
-  @Override
-  public void onAcquired(Term term) {
-    safely(
-        "onAcquired",
-        () -> {
-          checkTerm(term);
-          leader.set(true);
-          ifBound(
-              b -> {
-                b.acquisitions.increment();
-                stop(termSample.getAndSet(b.term.start()));
-              });
-        });
-  }
-
-  /**
-   * Times a successful refresh.
-   *
-   * @param term the term
-   * @param duration how long the task ran
-   */
-  @Override
-  public void onRefreshSucceeded(Term term, Duration duration) {
-    safely("onRefreshSucceeded", () -> ifBound(b -> b.refreshSuccess.record(duration)));
-  }
-
-  /**
-   * Times a failed refresh.
-   *
-   * @param term the term
-   * @param duration how long the task ran
-   * @param error what it threw
-   */
-  @Override
-  public void onRefreshFailed(Term term, Duration duration, Throwable error) {
-    safely("onRefreshFailed", () -> ifBound(b -> b.refreshFailure.record(duration)));
-  }
-
-  /**
-   * Marks this candidate standby, counts the loss by reason (and self-fencing), and stops timing
-   * the term.
-   *
-   * @param term the term that ended
-   * @param reason why
-   * @param cause the failure, or null
-   */
-  @Override
-  public void onLost(Term term, LossReason reason, Throwable cause) {
-    safely(
-        "onLost",
-        () -> {
-          leader.set(false);
-          stop(termSample.getAndSet(null));
-          ifBound(
-              b -> {
-                b.lostTerms.get(reason).increment();
-                if (reason == LossReason.SELF_FENCED) {
-                  b.selfFenced.increment();
-                }
-              });
-        });
-  }
-
-  /** Runs a listener body; a failure is logged, never thrown into the loop. */
-  private void safely(String method, Runnable body) {
-    try {
-      body.run();
-    } catch (RuntimeException e) {
-      warn(method, e);
-    }
-  }
-
-  /** Acts on the bound meters, if {@link #bindTo} has run and {@link #close} has not. */
-  private void ifBound(java.util.function.Consumer<Bound> action) {
-    Bound b = bound;
-    if (b != null) {
-      action.accept(b);
-    }
-  }
-
-  /**
-   * Removes exactly the meters this instance registered. Idempotent; never throws on a second call.
-   * Later events are ignored.
+   * Unsubscribes from the loop and removes exactly the meters this instance registered. Idempotent;
+   * never throws. An event already being delivered is ignored.
    */
   @Override
   public void close() {
@@ -301,9 +241,12 @@ public final class LeaderMetrics implements LeaderListener, MeterBinder, AutoClo
         return;
       }
       closed = true;
+      loop.removeListener(listener);
       Bound b = bound;
       bound = null;
-      stop(termSample.getAndSet(null));
+      term = null;
+      stop(termSample);
+      termSample = null;
       if (b != null) {
         for (Meter m : b.meters) {
           b.registry.remove(m);
@@ -324,22 +267,111 @@ public final class LeaderMetrics implements LeaderListener, MeterBinder, AutoClo
     return "LeaderMetrics" + context;
   }
 
-  private static void stop(LongTaskTimer.Sample sample) {
-    if (sample != null) {
-      sample.stop();
+  /** Test seam: the listener {@link #bindTo} subscribes, to feed it made-up events. */
+  LeaderListener listenerForTests() {
+    return listener;
+  }
+
+  /** 1 while the loop leads a term; 0 otherwise, and always once the loop has stopped. */
+  private double leaderValue() {
+    return term != null && !stopped(loop.state()) ? 1 : 0;
+  }
+
+  /** 1 while the loop runs and does not lead; 0 while it leads, before it runs, once stopped. */
+  private double standbyValue() {
+    return term == null && loop.state() == LeaderLoop.State.RUNNING ? 1 : 0;
+  }
+
+  private static boolean stopped(LeaderLoop.State state) {
+    return state == LeaderLoop.State.CLOSED || state == LeaderLoop.State.FAILED;
+  }
+
+  /** The loop's events, turned into meter updates. Never throws into the loop. */
+  private final class Events implements LeaderListener {
+
+    @Override
+    public void onAttempt(AttemptResult result, Duration duration, Throwable error) {
+      safely("onAttempt", () -> ifBound(b -> b.attempts.get(result).increment()));
+    }
+
+    @Override
+    public void onAcquired(Term acquired) {
+      safely(
+          "onAcquired",
+          () -> {
+            lifecycle.lock();
+            try {
+              if (closed || acquired.equals(term)) {
+                return; // closed, or already caught up with this term in bindTo
+              }
+              term = acquired;
+              stop(termSample);
+              termSample = null;
+              Bound b = bound;
+              if (b != null) {
+                b.acquisitions.increment();
+                termSample = b.termTimer.start();
+              }
+            } finally {
+              lifecycle.unlock();
+            }
+          });
+    }
+
+    @Override
+    public void onRefreshSucceeded(Term refreshed, Duration duration) {
+      safely("onRefreshSucceeded", () -> ifBound(b -> b.refreshSuccess.record(duration)));
+    }
+
+    @Override
+    public void onRefreshFailed(Term refreshed, Duration duration, Throwable error) {
+      safely("onRefreshFailed", () -> ifBound(b -> b.refreshFailure.record(duration)));
+    }
+
+    @Override
+    public void onLost(Term lost, LossReason reason, Throwable cause) {
+      safely(
+          "onLost",
+          () -> {
+            lifecycle.lock();
+            try {
+              term = null;
+              stop(termSample);
+              termSample = null;
+              Bound b = bound;
+              if (b != null) {
+                b.lostTerms.get(reason).increment();
+                if (reason == LossReason.SELF_FENCED) {
+                  b.selfFenced.increment();
+                }
+              }
+            } finally {
+              lifecycle.unlock();
+            }
+          });
     }
   }
 
-  private void checkTerm(Term term) {
-    if (term != null
-        && (!term.key().equals(key) || !term.candidateId().equals(candidateId))
-        && warnedForeignTerm.compareAndSet(false, true)) {
-      log.warn(
-          "{} got a term of [lock={}, candidate={}]: this LeaderMetrics was built for another loop,"
-              + " so its tags are wrong. Build one LeaderMetrics per loop.",
-          context,
-          term.key(),
-          term.candidateId());
+  /** Runs a listener body; a failure is logged, never thrown into the loop. */
+  private void safely(String method, Runnable body) {
+    try {
+      body.run();
+    } catch (RuntimeException e) {
+      warn(method, e);
+    }
+  }
+
+  /** Acts on the bound meters, if {@link #bindTo} has run and {@link #close} has not. */
+  private void ifBound(java.util.function.Consumer<Bound> action) {
+    Bound b = bound;
+    if (b != null) {
+      action.accept(b);
+    }
+  }
+
+  private static void stop(LongTaskTimer.Sample sample) {
+    if (sample != null) {
+      sample.stop();
     }
   }
 
@@ -353,7 +385,7 @@ public final class LeaderMetrics implements LeaderListener, MeterBinder, AutoClo
     final List<Meter> meters = new ArrayList<>();
     final Counter acquisitions;
     final Map<AttemptResult, Counter> attempts = new EnumMap<>(AttemptResult.class);
-    final LongTaskTimer term;
+    final LongTaskTimer termTimer;
     final Timer refreshSuccess;
     final Timer refreshFailure;
     final Map<LossReason, Counter> lostTerms = new EnumMap<>(LossReason.class);
@@ -362,16 +394,17 @@ public final class LeaderMetrics implements LeaderListener, MeterBinder, AutoClo
     Bound(MeterRegistry registry) {
       this.registry = registry;
       try {
+        // One description for both series: Prometheus shows one HELP line per name.
         add(
-            Gauge.builder(Names.LEADER, leader, l -> l.get() ? 1 : 0)
-                .description("1 while this candidate leads the lock, else 0")
+            Gauge.builder(Names.LEADER, LeaderMetrics.this, LeaderMetrics::leaderValue)
+                .description(LEADER_DESCRIPTION)
                 .tags(tags)
                 .tag(Names.TAG_STATE, Names.STATE_LEADER)
                 .strongReference(true)
                 .register(registry));
         add(
-            Gauge.builder(Names.LEADER, leader, l -> l.get() ? 0 : 1)
-                .description("1 while this candidate leads the lock, else 0")
+            Gauge.builder(Names.LEADER, LeaderMetrics.this, LeaderMetrics::standbyValue)
+                .description(LEADER_DESCRIPTION)
                 .tags(tags)
                 .tag(Names.TAG_STATE, Names.STATE_STANDBY)
                 .strongReference(true)
@@ -394,7 +427,7 @@ public final class LeaderMetrics implements LeaderListener, MeterBinder, AutoClo
                       .tag(Names.TAG_RESULT, Texts.tagValue(r))
                       .register(registry)));
         }
-        term =
+        termTimer =
             add(
                 LongTaskTimer.builder(Names.TERM)
                     .description("The current term: active while this candidate leads")
@@ -448,17 +481,12 @@ public final class LeaderMetrics implements LeaderListener, MeterBinder, AutoClo
   /** Options of a {@link LeaderMetrics}. Not thread-safe. */
   public static final class Builder {
 
-    private final LockKey key;
-    private final String candidateId;
+    private final LeaderLoop loop;
     private String lockName;
     private Tags tags = Tags.empty();
 
-    private Builder(LockKey key, String candidateId) {
-      this.key = Objects.requireNonNull(key, "key");
-      this.candidateId = Objects.requireNonNull(candidateId, "candidateId");
-      if (candidateId.isEmpty()) {
-        throw new IllegalArgumentException("candidateId must not be empty");
-      }
+    private Builder(LeaderLoop loop) {
+      this.loop = Objects.requireNonNull(loop, "loop");
     }
 
     /**

@@ -26,8 +26,11 @@ public final class Names {
   // ---------------------------------------------------------------- LeaderMetrics
 
   /**
-   * Gauge, one series per {@link #TAG_STATE state}: 1 for the state this candidate is in, 0 for the
-   * other. Prometheus: {@code retsu_lock_leader{state="leader"}}.
+   * Gauge, two series by {@link #TAG_STATE state}. {@link #STATE_LEADER leader} is 1 while the loop
+   * leads a term; {@link #STATE_STANDBY standby} is 1 while the loop runs and does not lead. Both
+   * are 0 before the loop runs and after it stopped (closed or failed), so a candidate that no
+   * longer contends shows 0 in both rather than a standby that will never take over. Prometheus:
+   * {@code retsu_lock_leader{state="leader"}}.
    */
   public static final String LEADER = "retsu.lock.leader";
 
@@ -133,10 +136,13 @@ public final class Names {
   /** Tag of the per-queue gauges: the queue name, or {@link #OVERFLOW_QUEUE}. */
   public static final String TAG_QUEUE = "queue";
 
-  /** Value of {@link #TAG_STATE} while leading. */
+  /** Value of {@link #TAG_STATE} of the series that is 1 while the loop leads a term. */
   public static final String STATE_LEADER = "leader";
 
-  /** Value of {@link #TAG_STATE} while not leading. */
+  /**
+   * Value of {@link #TAG_STATE} of the series that is 1 while the loop runs and does not lead
+   * (contending); 0 while it leads, before it runs, and after it stopped (closed or failed).
+   */
   public static final String STATE_STANDBY = "standby";
 
   /** Value of {@link #TAG_OUTCOME} for a refresh that finished normally. */

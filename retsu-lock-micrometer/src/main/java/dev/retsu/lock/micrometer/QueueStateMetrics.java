@@ -1,6 +1,7 @@
 package dev.retsu.lock.micrometer;
 
 import dev.retsu.lock.LeaderListener;
+import dev.retsu.lock.LeaderLoop;
 import dev.retsu.lock.LossReason;
 import dev.retsu.lock.Term;
 import dev.retsu.lock.micrometer.internal.QueueCell;
@@ -28,26 +29,32 @@ import org.slf4j.LoggerFactory;
 /**
  * Queue-state gauges that only the current leader exports, as the Retsu state collector does.
  *
- * <p>Register it as the loop's listener, bind it to a registry, and call {@link
- * #record(QueueStateSnapshot)} from the leader task with what the refresh collected:
+ * <p>Build it from the loop, bind it to a registry, and call {@link #record(QueueStateSnapshot)}
+ * from the leader task with what the refresh collected:
  *
  * <pre>{@code
- * QueueStateMetrics queueMetrics = QueueStateMetrics.builder().maxQueueSeries(200).build();
- * queueMetrics.bindTo(registry); // registers nothing yet
- * // listener(queueMetrics) on the loop; in the task:
+ * QueueStateMetrics queueMetrics = QueueStateMetrics.builder(loop).maxQueueSeries(200).build();
+ * queueMetrics.bindTo(registry); // subscribes to the loop; registers nothing yet
+ * // in the loop's task:
  * queueMetrics.record(snapshot);
  * }</pre>
+ *
+ * <p>{@link #bindTo} subscribes to the loop's events with {@link LeaderLoop#addListener}, and
+ * {@link #close()} unsubscribes. This class is not a {@link LeaderListener}: there is nothing to
+ * pass to the loop builder's {@code listener(...)}, and no way to subscribe it twice or to another
+ * loop. If the loop leads when it is bound, that term counts as started: the next {@code record}
+ * exports.
  *
  * <h2>Only the leader exports</h2>
  *
  * <p>{@link #bindTo} registers nothing. The gauges are registered on the first {@code record} of a
  * term, so a replica that has not led exports no queue series at all, not even zeros. When the term
- * ends ({@link #onLost}) every one of them is removed before the loop releases the lock, so a
- * former leader exports no stale copy; the next term's first {@code record} brings them back. <b>A
- * {@code record} call while no term is active (this replica is not leader, the term just ended,
- * e.g. it was self-fenced while the refresh ran, or this object is not the loop's listener)
- * registers and changes nothing and returns {@code false}.</b> Alert on the absence of {@value
- * Names#QUEUE_STATE_COLLECTION_SUCCESS} across all targets to catch "nobody collects".
+ * ends ({@code onLost}) every one of them is removed before the loop releases the lock, so a former
+ * leader exports no stale copy; the next term's first {@code record} brings them back. <b>A {@code
+ * record} call while the loop leads no term (this replica is not leader, or the term just ended,
+ * e.g. it was self-fenced while the refresh ran) registers and changes nothing and returns {@code
+ * false}.</b> Alert on the absence of {@value Names#QUEUE_STATE_COLLECTION_SUCCESS} across all
+ * targets to catch "nobody collects".
  *
  * <h2>Meters</h2>
  *
@@ -71,9 +78,9 @@ import org.slf4j.LoggerFactory;
  * </table>
  *
  * <p>A failed collection is reported by {@link #recordFailure(Throwable)} or, automatically, by the
- * loop's {@link #onRefreshFailed}: the success gauge drops to 0 while the term lasts; the queue
- * gauges keep their last values. A failure before the term's first good {@code record} registers
- * nothing.
+ * loop's failed refresh ({@code onRefreshFailed}): the success gauge drops to 0 while the term
+ * lasts; the queue gauges keep their last values. A failure before the term's first good {@code
+ * record} registers nothing.
  *
  * <h2>Series budget</h2>
  *
@@ -91,21 +98,24 @@ import org.slf4j.LoggerFactory;
  * scrape that lands in between would miss it. When the kept queues are the same as last time, no
  * registration happens at all.
  *
- * <p>Thread-safe: {@code record}, {@code recordFailure}, the listener methods and {@code close} are
- * serialised by a lock, so a term that ends on the watchdog thread while the loop thread records
- * cannot leave gauges behind. Scrapes read without locking. Listener methods never throw; a failure
- * is logged at WARN.
+ * <p>Thread-safe: {@code record}, {@code recordFailure}, the loop's events, {@code bindTo} and
+ * {@code close} are serialised by a lock, so a term that ends on the watchdog thread while the loop
+ * thread records cannot leave gauges behind. Scrapes read without locking. Failures while handling
+ * the loop's events are logged at WARN, never thrown into the loop.
  */
-public final class QueueStateMetrics implements LeaderListener, MeterBinder, AutoCloseable {
+public final class QueueStateMetrics implements MeterBinder, AutoCloseable {
 
   /** Default of {@link Builder#maxQueueSeries(int)}: 100 queues with their own series. */
   public static final int DEFAULT_MAX_QUEUE_SERIES = 100;
 
   private static final Logger log = LoggerFactory.getLogger(QueueStateMetrics.class);
 
+  private final LeaderLoop loop;
   private final int maxQueueSeries;
   private final Tags tags;
   private final Clock clock;
+  private final String context;
+  private final LeaderListener listener = new Events();
   private final ReentrantLock lock = new ReentrantLock();
 
   // All guarded by lock.
@@ -116,27 +126,42 @@ public final class QueueStateMetrics implements LeaderListener, MeterBinder, Aut
   private boolean warnedNoTerm;
 
   private QueueStateMetrics(Builder b) {
+    this.loop = b.loop;
     this.maxQueueSeries = b.maxQueueSeries;
     this.tags = b.tags;
     this.clock = b.clock;
+    this.context = Texts.context(b.loop.key(), b.loop.candidateId());
   }
 
   /**
-   * Returns a builder.
+   * Returns a builder of queue-state metrics for one loop.
    *
+   * @param loop the loop whose terms decide when this replica exports
    * @return a builder with the defaults
+   * @throws NullPointerException if {@code loop} is null
    */
-  public static Builder builder() {
-    return new Builder();
+  public static Builder builder(LeaderLoop loop) {
+    return new Builder(loop);
   }
 
   /**
-   * Returns queue-state metrics with the defaults.
+   * Returns queue-state metrics for one loop, with the defaults.
    *
-   * @return the metrics, not yet bound
+   * @param loop the loop whose terms decide when this replica exports
+   * @return the metrics, not yet bound (nor subscribed)
+   * @throws NullPointerException if {@code loop} is null
    */
-  public static QueueStateMetrics create() {
-    return builder().build();
+  public static QueueStateMetrics of(LeaderLoop loop) {
+    return builder(loop).build();
+  }
+
+  /**
+   * Returns the loop whose terms decide when this replica exports.
+   *
+   * @return the loop
+   */
+  public LeaderLoop loop() {
+    return loop;
   }
 
   /**
@@ -164,8 +189,9 @@ public final class QueueStateMetrics implements LeaderListener, MeterBinder, Aut
   }
 
   /**
-   * Remembers the registry. Registers nothing: the gauges appear on the first {@link #record} of a
-   * term.
+   * Remembers the registry and subscribes to the loop's events. Registers nothing: the gauges
+   * appear on the first {@link #record} of a term. If the loop leads a term right now, that term
+   * counts as started.
    *
    * @param registry the registry
    * @throws IllegalStateException if this instance is bound already or closed
@@ -176,14 +202,19 @@ public final class QueueStateMetrics implements LeaderListener, MeterBinder, Aut
     lock.lock();
     try {
       if (closed) {
-        throw new IllegalStateException("QueueStateMetrics is closed");
+        throw new IllegalStateException(context + " QueueStateMetrics is closed");
       }
       if (this.registry != null) {
         throw new IllegalStateException(
-            "QueueStateMetrics is bound to a registry already; use a CompositeMeterRegistry to"
-                + " export to several");
+            context
+                + " QueueStateMetrics is bound to a registry already; use a"
+                + " CompositeMeterRegistry to export to several");
       }
       this.registry = registry;
+      // Subscribe first, then catch up: an event from now on waits for this lock, so a term read
+      // here is either still running or its onLost comes after this method, never before it.
+      loop.addListener(listener);
+      this.term = loop.currentTerm().orElse(null);
     } finally {
       lock.unlock();
     }
@@ -193,10 +224,9 @@ public final class QueueStateMetrics implements LeaderListener, MeterBinder, Aut
    * Exports a snapshot, registering the gauges if this is the term's first.
    *
    * @param snapshot what the refresh collected
-   * @return true if exported; false if no term is active (not leader, term over, not the loop's
-   *     listener) or this object is closed, in which case nothing was registered or changed; false
-   *     also if the registry refused a meter (logged at WARN), in which case this term's gauges are
-   *     removed
+   * @return true if exported; false if the loop leads no term (not leader, or the term is over) or
+   *     this object is closed, in which case nothing was registered or changed; false also if the
+   *     registry refused a meter (logged at WARN), in which case this term's gauges are removed
    * @throws NullPointerException if {@code snapshot} is null
    * @throws IllegalArgumentException if a queue is named {@value Names#OVERFLOW_QUEUE}; the
    *     previous values stay exported
@@ -235,14 +265,14 @@ public final class QueueStateMetrics implements LeaderListener, MeterBinder, Aut
         exported.update(folded, snapshot.collectionDuration(), clock.millis() / 1000.0);
       } catch (RuntimeException e) {
         // A registry that refuses meters must not end the leader's term: log, export nothing.
-        log.warn("{} cannot export queue state; removing its gauges", context(term), e);
+        log.warn("{} cannot export queue state; removing its gauges", context, e);
         unexport("the registry failed");
         return false;
       }
       if (first) {
         log.info(
             "{} queue-state gauges registered ({} queues, {} folded)",
-            context(term),
+            context,
             snapshot.queues().size(),
             folded.folded());
       }
@@ -263,7 +293,7 @@ public final class QueueStateMetrics implements LeaderListener, MeterBinder, Aut
     try {
       if (exported != null) {
         exported.status.success = 0;
-        log.debug("{} queue-state collection failed: {}", context(term), String.valueOf(error));
+        log.debug("{} queue-state collection failed: {}", context, String.valueOf(error));
       }
     } finally {
       lock.unlock();
@@ -271,71 +301,8 @@ public final class QueueStateMetrics implements LeaderListener, MeterBinder, Aut
   }
 
   /**
-   * Starts a term: the next {@link #record} registers the gauges.
-   *
-   * @param term the new term
-   */
-  @Override
-  public void onAcquired(Term term) {
-    try {
-      lock.lock();
-      try {
-        if (closed) {
-          return;
-        }
-        unexport("a new term started");
-        this.term = term;
-        this.warnedNoTerm = false;
-      } finally {
-        lock.unlock();
-      }
-    } catch (RuntimeException e) {
-      log.warn("{} QueueStateMetrics.onAcquired failed", context(term), e);
-    }
-  }
-
-  /**
-   * Sets the success gauge to 0, as {@link #recordFailure(Throwable)}.
-   *
-   * @param term the term
-   * @param duration how long the task ran
-   * @param error what it threw
-   */
-  @Override
-  public void onRefreshFailed(Term term, Duration duration, Throwable error) {
-    try {
-      recordFailure(error);
-    } catch (RuntimeException e) {
-      log.warn("{} QueueStateMetrics.onRefreshFailed failed", context(term), e);
-    }
-  }
-
-  /**
-   * Ends the term: removes every queue-state gauge, so this replica exports none until its next
-   * term.
-   *
-   * @param term the term that ended
-   * @param reason why
-   * @param cause the failure, or null
-   */
-  @Override
-  public void onLost(Term term, LossReason reason, Throwable cause) {
-    try {
-      lock.lock();
-      try {
-        unexport("term " + (term == null ? "?" : term.number()) + " ended (" + reason + ")");
-        this.term = null;
-      } finally {
-        lock.unlock();
-      }
-    } catch (RuntimeException e) {
-      log.warn("{} QueueStateMetrics.onLost failed", context(term), e);
-    }
-  }
-
-  /**
-   * Removes exactly the gauges this instance registered, if any. Idempotent; later calls to {@link
-   * #record} return false.
+   * Unsubscribes from the loop and removes exactly the gauges this instance registered, if any.
+   * Idempotent; later calls to {@link #record} return false.
    */
   @Override
   public void close() {
@@ -345,10 +312,63 @@ public final class QueueStateMetrics implements LeaderListener, MeterBinder, Aut
         return;
       }
       closed = true;
+      loop.removeListener(listener);
       unexport("closed");
       term = null;
     } finally {
       lock.unlock();
+    }
+  }
+
+  /** Test seam: the listener {@link #bindTo} subscribes, to feed it made-up events. */
+  LeaderListener listenerForTests() {
+    return listener;
+  }
+
+  /** The loop's events: a term starts and ends the export. Never throws into the loop. */
+  private final class Events implements LeaderListener {
+
+    @Override
+    public void onAcquired(Term acquired) {
+      try {
+        lock.lock();
+        try {
+          if (closed || acquired.equals(term)) {
+            return; // closed, or already caught up with this term in bindTo
+          }
+          unexport("a new term started");
+          term = acquired;
+          warnedNoTerm = false;
+        } finally {
+          lock.unlock();
+        }
+      } catch (RuntimeException e) {
+        log.warn("{} QueueStateMetrics.onAcquired failed", context, e);
+      }
+    }
+
+    @Override
+    public void onRefreshFailed(Term failed, Duration duration, Throwable error) {
+      try {
+        recordFailure(error);
+      } catch (RuntimeException e) {
+        log.warn("{} QueueStateMetrics.onRefreshFailed failed", context, e);
+      }
+    }
+
+    @Override
+    public void onLost(Term lost, LossReason reason, Throwable cause) {
+      try {
+        lock.lock();
+        try {
+          unexport("term " + (lost == null ? "?" : lost.number()) + " ended (" + reason + ")");
+          term = null;
+        } finally {
+          lock.unlock();
+        }
+      } catch (RuntimeException e) {
+        log.warn("{} QueueStateMetrics.onLost failed", context, e);
+      }
     }
   }
 
@@ -360,7 +380,7 @@ public final class QueueStateMetrics implements LeaderListener, MeterBinder, Aut
     }
     exported = null;
     e.remove();
-    log.info("{} queue-state gauges removed: {}", context(term), why);
+    log.info("{} queue-state gauges removed: {}", context, why);
   }
 
   /** Caller holds the lock. */
@@ -368,15 +388,12 @@ public final class QueueStateMetrics implements LeaderListener, MeterBinder, Aut
     if (!warnedNoTerm) {
       warnedNoTerm = true;
       log.warn(
-          "record() called with no active term: nothing is exported. Expected briefly after a term"
-              + " ends; otherwise register this QueueStateMetrics as the LeaderLoop's listener.");
+          "{} record() called while the loop leads no term: nothing is exported. Expected briefly"
+              + " after a term ends; otherwise call record() from the loop's task only.",
+          context);
     } else {
-      log.debug("record() ignored: no active term");
+      log.debug("{} record() ignored: no active term", context);
     }
-  }
-
-  private static String context(Term term) {
-    return term == null ? "[no term]" : Texts.context(term.key(), term.candidateId());
   }
 
   /** Values of the collection gauges; read by scrapes. */
@@ -527,11 +544,14 @@ public final class QueueStateMetrics implements LeaderListener, MeterBinder, Aut
   /** Options of a {@link QueueStateMetrics}. Not thread-safe. */
   public static final class Builder {
 
+    private final LeaderLoop loop;
     private int maxQueueSeries = DEFAULT_MAX_QUEUE_SERIES;
     private Tags tags = Tags.empty();
     private Clock clock = Clock.systemUTC();
 
-    private Builder() {}
+    private Builder(LeaderLoop loop) {
+      this.loop = Objects.requireNonNull(loop, "loop");
+    }
 
     /**
      * Sets how many queues get their own series; the rest are summed into {@code queue="_other"}.

@@ -1,18 +1,21 @@
 package dev.retsu.lock.micrometer;
 
-import static dev.retsu.lock.micrometer.TestTerms.KEY;
+import static dev.retsu.lock.micrometer.TestTerms.idleLoop;
 import static dev.retsu.lock.micrometer.TestTerms.term;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.retsu.lock.AttemptResult;
+import dev.retsu.lock.LeaderListener;
+import dev.retsu.lock.LeaderLoop;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.LossReason;
 import dev.retsu.lock.Term;
 import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.MockClock;
+import io.micrometer.core.instrument.Tag;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.simple.SimpleConfig;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -23,15 +26,23 @@ import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 
+/**
+ * Made-up events fed to the listener that {@code bindTo} subscribes, on loops that never run (state
+ * NEW, so the standby series is 0 throughout). {@link LeaderMetricsLoopTest} runs real loops.
+ */
 class LeaderMetricsTest {
 
   private final MockClock clock = new MockClock();
   private final SimpleMeterRegistry registry = new SimpleMeterRegistry(SimpleConfig.DEFAULT, clock);
 
   private LeaderMetrics bound(String candidate) {
-    LeaderMetrics m = LeaderMetrics.builder(KEY, candidate).lockName("queue-state").build();
+    LeaderMetrics m = LeaderMetrics.builder(idleLoop(candidate)).lockName("queue-state").build();
     m.bindTo(registry);
     return m;
+  }
+
+  private static LeaderListener on(LeaderMetrics m) {
+    return m.listenerForTests();
   }
 
   private double state(String candidate, String state) {
@@ -47,10 +58,10 @@ class LeaderMetricsTest {
   }
 
   @Test
-  void aBoundStandbyExportsStandbyAndZeroForEveryResultAndReason() {
+  void aBoundLoopThatHasNotStartedExportsZeroInBothStatesAndForEveryResultAndReason() {
     bound("a");
 
-    assertThat(state("a", "standby")).isEqualTo(1.0);
+    assertThat(state("a", "standby")).isEqualTo(0.0);
     assertThat(state("a", "leader")).isEqualTo(0.0);
     assertThat(registry.get(Names.ATTEMPTS).counters()).hasSize(AttemptResult.values().length);
     assertThat(registry.get(Names.LOST_TERMS).counters()).hasSize(LossReason.values().length);
@@ -64,13 +75,43 @@ class LeaderMetricsTest {
   }
 
   @Test
+  void theCandidateAndTheDefaultLockTagComeFromTheLoop() {
+    LeaderLoop loop = idleLoop(LockKey.of(7L), "worker-7");
+
+    LeaderMetrics m = LeaderMetrics.of(loop);
+
+    assertThat(m.loop()).isSameAs(loop);
+    assertThat(m.candidateId()).isEqualTo("worker-7");
+    assertThat(m.lockName()).isEqualTo("0x0000000000000007");
+    assertThat(m.tags())
+        .containsExactly(Tag.of("candidate", "worker-7"), Tag.of("lock", m.lockName()));
+  }
+
+  @Test
+  void bindToSubscribesToTheLoopOnceAndCloseUnsubscribes() {
+    LeaderLoop loop = idleLoop("a");
+    LeaderMetrics m = LeaderMetrics.of(loop);
+    assertThat(loop.removeListener(on(m))).as("subscribed before bindTo").isFalse();
+
+    m.bindTo(registry);
+    assertThat(loop.removeListener(on(m))).as("subscribed by bindTo").isTrue();
+    assertThat(loop.removeListener(on(m))).as("subscribed twice").isFalse();
+    loop.addListener(on(m));
+
+    m.close();
+    assertThat(loop.removeListener(on(m))).as("subscribed after close").isFalse();
+    // Not a LeaderListener itself: it cannot be handed to a loop builder, or subscribed twice.
+    assertThat(LeaderListener.class.isAssignableFrom(LeaderMetrics.class)).isFalse();
+  }
+
+  @Test
   void countsAttemptsByResult() {
     LeaderMetrics m = bound("a");
 
-    m.onAttempt(AttemptResult.HELD_ELSEWHERE, Duration.ofMillis(3), null);
-    m.onAttempt(AttemptResult.HELD_ELSEWHERE, Duration.ofMillis(3), null);
-    m.onAttempt(AttemptResult.ERROR, Duration.ofMillis(3), new IllegalStateException("down"));
-    m.onAttempt(AttemptResult.ACQUIRED, Duration.ofMillis(3), null);
+    on(m).onAttempt(AttemptResult.HELD_ELSEWHERE, Duration.ofMillis(3), null);
+    on(m).onAttempt(AttemptResult.HELD_ELSEWHERE, Duration.ofMillis(3), null);
+    on(m).onAttempt(AttemptResult.ERROR, Duration.ofMillis(3), new IllegalStateException("down"));
+    on(m).onAttempt(AttemptResult.ACQUIRED, Duration.ofMillis(3), null);
 
     assertThat(count(Names.ATTEMPTS, "result", "held_elsewhere")).isEqualTo(2.0);
     assertThat(count(Names.ATTEMPTS, "result", "error")).isEqualTo(1.0);
@@ -82,7 +123,7 @@ class LeaderMetricsTest {
     LeaderMetrics m = bound("a");
     Term term = term(1, "a");
 
-    m.onAcquired(term);
+    on(m).onAcquired(term);
     clock.add(30, TimeUnit.SECONDS);
 
     assertThat(m.isLeader()).isTrue();
@@ -92,11 +133,11 @@ class LeaderMetricsTest {
     assertThat(registry.get(Names.TERM).longTaskTimer().activeTasks()).isEqualTo(1);
     assertThat(registry.get(Names.TERM).longTaskTimer().duration(TimeUnit.SECONDS)).isEqualTo(30.0);
 
-    m.onLost(term, LossReason.SESSION_LOST, new IllegalStateException("57P01"));
+    on(m).onLost(term, LossReason.SESSION_LOST, new IllegalStateException("57P01"));
 
     assertThat(m.isLeader()).isFalse();
     assertThat(state("a", "leader")).isEqualTo(0.0);
-    assertThat(state("a", "standby")).isEqualTo(1.0);
+    assertThat(state("a", "standby")).as("the loop does not run").isEqualTo(0.0);
     assertThat(registry.get(Names.TERM).longTaskTimer().activeTasks()).isZero();
     assertThat(count(Names.LOST_TERMS, "reason", "session_lost")).isEqualTo(1.0);
     assertThat(count(Names.LOST_TERMS, "reason", "closed")).isZero();
@@ -107,9 +148,9 @@ class LeaderMetricsTest {
   void selfFencingCountsAsALostTermAndAsASelfFencedTerm() {
     LeaderMetrics m = bound("a");
     Term term = term(1, "a");
-    m.onAcquired(term);
+    on(m).onAcquired(term);
 
-    m.onLost(term, LossReason.SELF_FENCED, new IllegalStateException("deadline"));
+    on(m).onLost(term, LossReason.SELF_FENCED, new IllegalStateException("deadline"));
 
     assertThat(count(Names.LOST_TERMS, "reason", "self_fenced")).isEqualTo(1.0);
     assertThat(count(Names.SELF_FENCED_TERMS)).isEqualTo(1.0);
@@ -119,11 +160,11 @@ class LeaderMetricsTest {
   void refreshesAreTimedByOutcome() {
     LeaderMetrics m = bound("a");
     Term term = term(1, "a");
-    m.onAcquired(term);
+    on(m).onAcquired(term);
 
-    m.onRefreshSucceeded(term, Duration.ofMillis(40));
-    m.onRefreshSucceeded(term, Duration.ofMillis(60));
-    m.onRefreshFailed(term, Duration.ofMillis(500), new IllegalStateException("query failed"));
+    on(m).onRefreshSucceeded(term, Duration.ofMillis(40));
+    on(m).onRefreshSucceeded(term, Duration.ofMillis(60));
+    on(m).onRefreshFailed(term, Duration.ofMillis(500), new IllegalStateException("query failed"));
 
     var success = registry.get(Names.REFRESH).tags("outcome", "success").timer();
     var failure = registry.get(Names.REFRESH).tags("outcome", "failure").timer();
@@ -155,10 +196,10 @@ class LeaderMetricsTest {
     m.close();
     m.close();
 
-    m.onAttempt(AttemptResult.ACQUIRED, Duration.ZERO, null);
-    m.onAcquired(term(1, "a"));
-    m.onRefreshSucceeded(term(1, "a"), Duration.ZERO);
-    m.onLost(term(1, "a"), LossReason.CLOSED, null);
+    on(m).onAttempt(AttemptResult.ACQUIRED, Duration.ZERO, null);
+    on(m).onAcquired(term(1, "a"));
+    on(m).onRefreshSucceeded(term(1, "a"), Duration.ZERO);
+    on(m).onLost(term(1, "a"), LossReason.CLOSED, null);
 
     assertThat(registry.getMeters()).isEmpty();
     assertThatThrownBy(() -> m.bindTo(registry))
@@ -173,7 +214,7 @@ class LeaderMetricsTest {
         .isInstanceOf(IllegalStateException.class)
         .hasMessageContaining("bound to a registry already");
 
-    LeaderMetrics twin = LeaderMetrics.builder(KEY, "a").lockName("queue-state").build();
+    LeaderMetrics twin = LeaderMetrics.builder(idleLoop("a")).lockName("queue-state").build();
     assertThatThrownBy(() -> twin.bindTo(registry))
         .isInstanceOf(IllegalStateException.class)
         .hasMessageContaining("already has retsu.lock.leader meters for this lock and candidate");
@@ -181,17 +222,20 @@ class LeaderMetricsTest {
 
   @Test
   void theLockTagDefaultsToTheKeyInHex() {
-    assertThat(LeaderMetrics.of(LockKey.of(42L), "a").lockName()).isEqualTo("0x000000000000002a");
-    assertThat(LeaderMetrics.of(LockKey.of(-1L), "a").lockName()).isEqualTo("0xffffffffffffffff");
-    assertThat(LeaderMetrics.of(LockKey.of(42, 7), "a").lockName())
+    assertThat(LeaderMetrics.of(idleLoop(LockKey.of(42L), "a")).lockName())
+        .isEqualTo("0x000000000000002a");
+    assertThat(LeaderMetrics.of(idleLoop(LockKey.of(-1L), "a")).lockName())
+        .isEqualTo("0xffffffffffffffff");
+    assertThat(LeaderMetrics.of(idleLoop(LockKey.of(42, 7), "a")).lockName())
         .isEqualTo("0x0000002a:0x00000007");
-    assertThat(LeaderMetrics.of(LockKey.named("retsu", "queue-state"), "a").lockName())
+    assertThat(LeaderMetrics.of(idleLoop(LockKey.named("retsu", "queue-state"), "a")).lockName())
         .matches("0x[0-9a-f]{16}");
   }
 
   @Test
   void extraTagsGoOnEveryMeter() {
-    LeaderMetrics m = LeaderMetrics.builder(KEY, "a").tags(Tags.of("service", "billing")).build();
+    LeaderMetrics m =
+        LeaderMetrics.builder(idleLoop("a")).tags(Tags.of("service", "billing")).build();
     m.bindTo(registry);
 
     assertThat(registry.getMeters())
@@ -201,19 +245,16 @@ class LeaderMetricsTest {
 
   @Test
   void builderRejectsBadArguments() {
-    assertThatThrownBy(() -> LeaderMetrics.builder(null, "a"))
+    assertThatThrownBy(() -> LeaderMetrics.builder(null))
         .isInstanceOf(NullPointerException.class)
-        .hasMessage("key");
-    assertThatThrownBy(() -> LeaderMetrics.builder(KEY, null))
+        .hasMessage("loop");
+    assertThatThrownBy(() -> LeaderMetrics.of(null))
         .isInstanceOf(NullPointerException.class)
-        .hasMessage("candidateId");
-    assertThatThrownBy(() -> LeaderMetrics.builder(KEY, ""))
-        .isInstanceOf(IllegalArgumentException.class)
-        .hasMessage("candidateId must not be empty");
-    assertThatThrownBy(() -> LeaderMetrics.builder(KEY, "a").lockName(" "))
+        .hasMessage("loop");
+    assertThatThrownBy(() -> LeaderMetrics.builder(idleLoop("a")).lockName(" "))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessage("lockName must not be blank, but was \" \"");
-    assertThatThrownBy(() -> LeaderMetrics.builder(KEY, "a").tags(Tags.of("state", "x")))
+    assertThatThrownBy(() -> LeaderMetrics.builder(idleLoop("a")).tags(Tags.of("state", "x")))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessage("tags must not use the key state, which LeaderMetrics sets itself");
   }
@@ -225,30 +266,30 @@ class LeaderMetricsTest {
 
     assertThatCode(
             () -> {
-              m.onAttempt(null, Duration.ZERO, null);
-              m.onAcquired(term);
-              m.onRefreshSucceeded(term, null);
-              m.onRefreshFailed(term, null, null);
-              m.onLost(term, null, null);
+              on(m).onAttempt(null, Duration.ZERO, null);
+              on(m).onAcquired(term);
+              on(m).onRefreshSucceeded(term, null);
+              on(m).onRefreshFailed(term, null, null);
+              on(m).onLost(term, null, null);
             })
         .doesNotThrowAnyException();
 
-    m.onAcquired(term(2, "a"));
-    m.onRefreshSucceeded(term(2, "a"), Duration.ofMillis(5));
+    on(m).onAcquired(term(2, "a"));
+    on(m).onRefreshSucceeded(term(2, "a"), Duration.ofMillis(5));
     assertThat(count(Names.ACQUISITIONS)).isEqualTo(2.0);
     assertThat(registry.get(Names.REFRESH).tags("outcome", "success").timer().count()).isEqualTo(1);
     assertThat(state("a", "leader")).isEqualTo(1.0);
   }
 
   @Test
-  void aTermThatStartedBeforeBindingIsShownOnceBound() {
-    LeaderMetrics m = LeaderMetrics.builder(KEY, "a").lockName("queue-state").build();
-    m.onAcquired(term(1, "a"));
+  void eventsBeforeBindToAreNotHeard() {
+    LeaderMetrics m = LeaderMetrics.builder(idleLoop("a")).lockName("queue-state").build();
 
     m.bindTo(registry);
 
-    assertThat(state("a", "leader")).isEqualTo(1.0);
-    assertThat(registry.get(Names.TERM).longTaskTimer().activeTasks()).isEqualTo(1);
+    assertThat(m.isLeader()).isFalse();
+    assertThat(state("a", "leader")).isEqualTo(0.0);
+    assertThat(registry.get(Names.TERM).longTaskTimer().activeTasks()).isZero();
   }
 
   @Test
@@ -274,20 +315,20 @@ class LeaderMetricsTest {
 
   /** Leaves the metrics reachable only through the registry's gauges. */
   private static void bindAndForget(MeterRegistry registry) {
-    LeaderMetrics m = LeaderMetrics.builder(KEY, "a").lockName("queue-state").build();
+    LeaderMetrics m = LeaderMetrics.builder(idleLoop("a")).lockName("queue-state").build();
     m.bindTo(registry);
-    m.onAcquired(term(1, "a"));
+    on(m).onAcquired(term(1, "a"));
   }
 
   @Test
   void prometheusScrapeHasTheDocumentedNames() {
     PrometheusMeterRegistry prometheus = TestTerms.prometheus();
-    LeaderMetrics m = LeaderMetrics.builder(KEY, "a").lockName("queue-state").build();
+    LeaderMetrics m = LeaderMetrics.builder(idleLoop("a")).lockName("queue-state").build();
     m.bindTo(prometheus);
     Term term = term(1, "a");
-    m.onAttempt(AttemptResult.ACQUIRED, Duration.ofMillis(2), null);
-    m.onAcquired(term);
-    m.onRefreshSucceeded(term, Duration.ofMillis(40));
+    on(m).onAttempt(AttemptResult.ACQUIRED, Duration.ofMillis(2), null);
+    on(m).onAcquired(term);
+    on(m).onRefreshSucceeded(term, Duration.ofMillis(40));
 
     String scrape = prometheus.scrape();
 
@@ -303,7 +344,11 @@ class LeaderMetricsTest {
         .contains(
             "retsu_lock_lost_terms_total{candidate=\"a\",lock=\"queue-state\",reason=\"self_fenced\"} 0.0")
         .contains("retsu_lock_self_fenced_terms_total{candidate=\"a\",lock=\"queue-state\"} 0.0")
-        .contains("# HELP retsu_lock_leader ");
+        .contains(
+            "# HELP retsu_lock_leader Leadership of this candidate: state=leader is 1 while its loop"
+                + " leads a term; state=standby is 1 while its loop runs and does not lead"
+                + " (contending); both are 0 before the loop runs and after it stopped (closed or"
+                + " failed)\n");
     assertThat(TestTerms.samples(prometheus, "queue_")).isEmpty();
   }
 

@@ -59,25 +59,22 @@ class QueueStateFailoverIntegrationTest {
     }
   }
 
-  /** One replica: its own registry, metrics and loop, as a separate process would have. */
+  /** One replica: its own registry, loop and metrics, as a separate process would have. */
   private final class Replica {
     final String id;
     final PrometheusMeterRegistry registry = TestTerms.prometheus();
-    final LeaderMetrics leaderMetrics;
-    final QueueStateMetrics queueMetrics = QueueStateMetrics.create();
     final LeaderLoop loop;
+    final LeaderMetrics leaderMetrics;
+    final QueueStateMetrics queueMetrics;
     CompletableFuture<Void> run;
 
     Replica(TestDatabase db, LockKey key, String id) {
       this(db, key, id, FailurePolicy.EXIT, LeaderListener.NO_OP);
     }
 
-    /** {@code after} is called after the metrics, as the loop calls listeners in order. */
+    /** {@code after} is subscribed after the metrics, so the loop calls it after them. */
     Replica(TestDatabase db, LockKey key, String id, FailurePolicy policy, LeaderListener after) {
       this.id = id;
-      leaderMetrics = LeaderMetrics.builder(key, id).lockName("queue-state").build();
-      leaderMetrics.bindTo(registry);
-      queueMetrics.bindTo(registry);
       loop =
           LeaderLoop.builder(db.dataSource(), key)
               .candidateId(id)
@@ -85,13 +82,15 @@ class QueueStateFailoverIntegrationTest {
               .refreshInterval(Duration.ofMillis(200))
               .heartbeatInterval(Duration.ofMillis(100))
               .failurePolicy(policy)
-              .listener(leaderMetrics)
-              .listener(queueMetrics)
-              .listener(after)
               .build();
+      leaderMetrics = LeaderMetrics.builder(loop).lockName("queue-state").build();
+      queueMetrics = QueueStateMetrics.of(loop);
+      leaderMetrics.bindTo(registry);
+      queueMetrics.bindTo(registry);
+      loop.addListener(after);
+      closeables.add(loop);
       closeables.add(queueMetrics);
       closeables.add(leaderMetrics);
-      closeables.add(loop);
     }
 
     Replica start() {
@@ -197,8 +196,10 @@ class QueueStateFailoverIntegrationTest {
     assertThat(exit.getCause()).isInstanceOf(LeadershipLostException.class);
     LossReason reason = ((LeadershipLostException) exit.getCause()).reason();
     assertThat(a.queueSeries()).isEmpty();
+    assertThat(a.loop.state()).isEqualTo(LeaderLoop.State.FAILED);
     assertThat(a.scrape())
-        .contains(a.leaderLine("standby", "1.0"))
+        .contains(a.leaderLine("leader", "0.0"))
+        .contains(a.leaderLine("standby", "0.0"))
         .contains(
             "retsu_lock_lost_terms_total{candidate=\"a\",lock=\"queue-state\",reason=\""
                 + reason.name().toLowerCase(java.util.Locale.ROOT)
@@ -306,5 +307,71 @@ class QueueStateFailoverIntegrationTest {
     assertThat(seen.subList(0, 3)).containsExactly("acquired 1: 0", "lost 1: 0", "acquired 2: 0");
     assertThat(a.scrape())
         .contains("retsu_lock_acquisitions_total{candidate=\"a\",lock=\"queue-state\"} 2.0");
+  }
+
+  @Test
+  void bindingWhileTheLoopLeadsExportsOnTheNextRecord(TestDatabase db) throws Exception {
+    LeaderLoop loop =
+        LeaderLoop.builder(db.dataSource(), LockKey.of(KEYS.incrementAndGet()))
+            .candidateId("a")
+            .retryInterval(Duration.ofMillis(100))
+            .refreshInterval(Duration.ofMillis(200))
+            .build();
+    closeables.add(loop);
+    loop.start(ctx -> {});
+    await().atMost(WITHIN).until(loop::isLeader);
+    PrometheusMeterRegistry registry = TestTerms.prometheus();
+    QueueStateMetrics queueMetrics = QueueStateMetrics.of(loop);
+    closeables.add(queueMetrics);
+
+    queueMetrics.bindTo(registry);
+
+    assertThat(samples(registry, "queue_")).isEmpty();
+    assertThat(
+            queueMetrics.record(
+                QueueStateSnapshot.builder().queue("orders", 12, 3, 2, 1, 4.5).build()))
+        .as("record in the term that ran at bind time")
+        .isTrue();
+    assertThat(samples(registry, "queue_")).contains("queue_messages_ready{queue=\"orders\"} 12.0");
+
+    loop.close();
+
+    assertThat(samples(registry, "queue_")).isEmpty();
+    assertThat(
+            queueMetrics.record(
+                QueueStateSnapshot.builder().queue("orders", 1, 0, 0, 0, 0).build()))
+        .isFalse();
+    assertThat(registry.getMeters()).isEmpty();
+  }
+
+  @Test
+  void closeUnsubscribesSoNoGaugeReappearsInLaterTerms(TestDatabase db) throws Exception {
+    LockKey key = LockKey.of(KEYS.incrementAndGet());
+    Replica a = new Replica(db, key, "a", FailurePolicy.STEP_DOWN, LeaderListener.NO_OP);
+    AtomicInteger refused = new AtomicInteger();
+    a.run =
+        a.loop.start(
+            ctx -> {
+              if (!a.queueMetrics.record(
+                  ctx.withConnection(ReadmeSnippetsTest.QueueStateCollector::collect))) {
+                refused.incrementAndGet();
+              }
+            });
+    await().atMost(WITHIN).until(() -> !a.queueSeries().isEmpty());
+
+    a.queueMetrics.close();
+
+    assertThat(a.queueSeries()).isEmpty();
+    assertThat(a.loop.removeListener(a.queueMetrics.listenerForTests()))
+        .as("still subscribed")
+        .isFalse();
+    // The loop loses its term and leads again; its task records, and nothing comes back.
+    assertThat(db.terminateBackend(a.loop.currentTerm().orElseThrow().backendPid())).isTrue();
+    await().atMost(WITHIN).until(() -> a.loop.currentTerm().map(Term::number).orElse(0L) >= 2);
+    int before = refused.get();
+    await().atMost(WITHIN).until(() -> refused.get() >= before + 2);
+    assertThat(a.queueSeries()).isEmpty();
+    assertThat(a.queueMetrics.isExporting()).isFalse();
+    assertThat(a.scrape()).contains(a.leaderLine("leader", "1.0"));
   }
 }

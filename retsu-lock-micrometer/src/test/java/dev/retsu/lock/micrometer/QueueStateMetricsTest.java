@@ -1,11 +1,14 @@
 package dev.retsu.lock.micrometer;
 
+import static dev.retsu.lock.micrometer.TestTerms.idleLoop;
 import static dev.retsu.lock.micrometer.TestTerms.samples;
 import static dev.retsu.lock.micrometer.TestTerms.term;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.retsu.lock.LeaderListener;
+import dev.retsu.lock.LeaderLoop;
 import dev.retsu.lock.LossReason;
 import dev.retsu.lock.Term;
 import io.micrometer.core.instrument.Gauge;
@@ -35,6 +38,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 
+/**
+ * Made-up events fed to the listener that {@code bindTo} subscribes, on loops that never run.
+ * {@link QueueStateFailoverIntegrationTest} runs real loops.
+ */
 class QueueStateMetricsTest {
 
   private static final Clock CLOCK =
@@ -49,10 +56,15 @@ class QueueStateMetricsTest {
 
   private final SimpleMeterRegistry registry = new SimpleMeterRegistry();
 
-  private QueueStateMetrics bound(MeterRegistry registry, int budget) {
-    QueueStateMetrics m = QueueStateMetrics.builder().maxQueueSeries(budget).clock(CLOCK).build();
+  private static QueueStateMetrics bound(MeterRegistry registry, int budget) {
+    QueueStateMetrics m =
+        QueueStateMetrics.builder(idleLoop("a")).maxQueueSeries(budget).clock(CLOCK).build();
     m.bindTo(registry);
     return m;
+  }
+
+  private static LeaderListener on(QueueStateMetrics m) {
+    return m.listenerForTests();
   }
 
   private QueueStateMetrics bound() {
@@ -97,7 +109,7 @@ class QueueStateMetricsTest {
   void aNewLeaderRegistersNothingUntilItsFirstRecord() {
     QueueStateMetrics m = bound();
 
-    m.onAcquired(term(1, "a"));
+    on(m).onAcquired(term(1, "a"));
 
     assertThat(registry.getMeters()).isEmpty();
     assertThat(m.record(twoQueues())).isTrue();
@@ -109,7 +121,7 @@ class QueueStateMetricsTest {
   void theLeadersScrapeHasEveryDocumentedSeries() {
     PrometheusMeterRegistry prometheus = TestTerms.prometheus();
     QueueStateMetrics m = bound(prometheus, 100);
-    m.onAcquired(term(1, "a"));
+    on(m).onAcquired(term(1, "a"));
 
     m.record(twoQueues());
 
@@ -138,7 +150,7 @@ class QueueStateMetricsTest {
   void aFailedCollectionShowsZeroUntilTheNextGoodOne() {
     QueueStateMetrics m = bound();
     Term term = term(1, "a");
-    m.onAcquired(term);
+    on(m).onAcquired(term);
     m.record(twoQueues());
 
     m.recordFailure(new IllegalStateException("query failed"));
@@ -148,7 +160,7 @@ class QueueStateMetricsTest {
     m.record(twoQueues());
     assertThat(status(Names.QUEUE_STATE_COLLECTION_SUCCESS)).isEqualTo(1.0);
 
-    m.onRefreshFailed(term, Duration.ofSeconds(1), new IllegalStateException("task threw"));
+    on(m).onRefreshFailed(term, Duration.ofSeconds(1), new IllegalStateException("task threw"));
     assertThat(status(Names.QUEUE_STATE_COLLECTION_SUCCESS)).isZero();
   }
 
@@ -156,10 +168,10 @@ class QueueStateMetricsTest {
   void aFailureBeforeTheTermsFirstRecordRegistersNothing() {
     QueueStateMetrics m = bound();
     Term term = term(1, "a");
-    m.onAcquired(term);
+    on(m).onAcquired(term);
 
     m.recordFailure(new IllegalStateException("query failed"));
-    m.onRefreshFailed(term, Duration.ofSeconds(1), new IllegalStateException("task threw"));
+    on(m).onRefreshFailed(term, Duration.ofSeconds(1), new IllegalStateException("task threw"));
 
     assertThat(registry.getMeters()).isEmpty();
   }
@@ -169,10 +181,10 @@ class QueueStateMetricsTest {
     PrometheusMeterRegistry prometheus = TestTerms.prometheus();
     QueueStateMetrics m = bound(prometheus, 100);
     Term first = term(1, "a");
-    m.onAcquired(first);
+    on(m).onAcquired(first);
     m.record(twoQueues());
 
-    m.onLost(first, LossReason.SESSION_LOST, new IllegalStateException("57P01"));
+    on(m).onLost(first, LossReason.SESSION_LOST, new IllegalStateException("57P01"));
 
     assertThat(m.isExporting()).isFalse();
     assertThat(prometheus.getMeters()).isEmpty();
@@ -180,7 +192,7 @@ class QueueStateMetricsTest {
     assertThat(m.record(twoQueues())).as("record after the term ended").isFalse();
     assertThat(prometheus.getMeters()).isEmpty();
 
-    m.onAcquired(term(2, "a"));
+    on(m).onAcquired(term(2, "a"));
     assertThat(samples(prometheus, "queue_")).isEmpty();
     m.record(twoQueues());
     assertThat(samples(prometheus, "queue_")).hasSize(14);
@@ -189,7 +201,7 @@ class QueueStateMetricsTest {
   @Test
   void aQueueThatDisappearsLosesItsSeries() {
     QueueStateMetrics m = bound();
-    m.onAcquired(term(1, "a"));
+    on(m).onAcquired(term(1, "a"));
     m.record(twoQueues());
 
     m.record(QueueStateSnapshot.builder().queue("orders", 5, 0, 0, 0, 1).build());
@@ -203,7 +215,7 @@ class QueueStateMetricsTest {
   @Test
   void newValuesOfTheSameQueuesUpdateTheRegisteredGaugesInPlace() {
     QueueStateMetrics m = bound(registry, 1);
-    m.onAcquired(term(1, "a"));
+    on(m).onAcquired(term(1, "a"));
     m.record(twoQueues());
     Gauge orders = registry.get(Names.QUEUE_MESSAGES_READY).tag("queue", "orders").gauge();
     Gauge other = registry.get(Names.QUEUE_MESSAGES_SCHEDULED).tag("queue", "_other").gauge();
@@ -227,7 +239,7 @@ class QueueStateMetricsTest {
   @Test
   void anInvalidSnapshotIsRejectedAndThePreviousValuesStay() {
     QueueStateMetrics m = bound();
-    m.onAcquired(term(1, "a"));
+    on(m).onAcquired(term(1, "a"));
     m.record(twoQueues());
 
     assertThatThrownBy(
@@ -258,7 +270,7 @@ class QueueStateMetricsTest {
   @Test
   void tenThousandQueuesWithABudgetOfOneHundredGiveOneHundredSeriesAndOneOverflow() {
     QueueStateMetrics m = bound(registry, 100);
-    m.onAcquired(term(1, "a"));
+    on(m).onAcquired(term(1, "a"));
     List<QueueState> queues = randomQueues(10_000, 7);
 
     assertThat(m.record(QueueStateSnapshot.of(queues, Duration.ofMillis(250)))).isTrue();
@@ -295,7 +307,7 @@ class QueueStateMetricsTest {
     // The budget holds in the Prometheus scrape too.
     PrometheusMeterRegistry prometheus = TestTerms.prometheus();
     QueueStateMetrics p = bound(prometheus, 100);
-    p.onAcquired(term(1, "a"));
+    on(p).onAcquired(term(1, "a"));
     p.record(QueueStateSnapshot.of(queues, Duration.ZERO));
     assertThat(samples(prometheus, "queue_messages_ready{")).hasSize(101);
   }
@@ -312,7 +324,7 @@ class QueueStateMetricsTest {
     Collections.shuffle(shuffled, new Random(1));
 
     QueueStateMetrics m = bound(registry, 3);
-    m.onAcquired(term(1, "a"));
+    on(m).onAcquired(term(1, "a"));
     m.record(QueueStateSnapshot.of(shuffled, Duration.ZERO));
 
     assertThat(series(Names.QUEUE_MESSAGES_READY))
@@ -324,7 +336,7 @@ class QueueStateMetricsTest {
   @Test
   void withinTheBudgetThereIsNoOverflowSeries() {
     QueueStateMetrics m = bound(registry, 2);
-    m.onAcquired(term(1, "a"));
+    on(m).onAcquired(term(1, "a"));
     m.record(twoQueues());
     assertThat(series(Names.QUEUE_MESSAGES_READY)).containsOnlyKeys("orders", "emails");
     assertThat(status(Names.QUEUE_STATE_FOLDED)).isZero();
@@ -347,7 +359,7 @@ class QueueStateMetricsTest {
   @Test
   void aBudgetOfZeroFoldsEveryQueue() {
     QueueStateMetrics m = bound(registry, 0);
-    m.onAcquired(term(1, "a"));
+    on(m).onAcquired(term(1, "a"));
     m.record(twoQueues());
 
     assertThat(series(Names.QUEUE_MESSAGES_READY)).containsOnly(Map.entry("_other", 12.0));
@@ -370,20 +382,20 @@ class QueueStateMetricsTest {
 
   /** Leaves the metrics and the snapshot reachable only through the registry's gauges. */
   private static void recordAndForget(MeterRegistry registry) {
-    QueueStateMetrics m = QueueStateMetrics.builder().maxQueueSeries(1).build();
+    QueueStateMetrics m = QueueStateMetrics.builder(idleLoop("a")).maxQueueSeries(1).build();
     m.bindTo(registry);
-    m.onAcquired(term(1, "a"));
+    on(m).onAcquired(term(1, "a"));
     m.record(twoQueues());
   }
 
   @Test
   void closeRemovesExactlyTheGaugesItRegistered() {
     registry.counter("unrelated.counter");
-    LeaderMetrics leader = LeaderMetrics.of(TestTerms.KEY, "a");
+    LeaderMetrics leader = LeaderMetrics.of(idleLoop("a"));
     leader.bindTo(registry);
     List<Meter.Id> before = ids(registry);
     QueueStateMetrics m = bound();
-    m.onAcquired(term(1, "a"));
+    on(m).onAcquired(term(1, "a"));
     m.record(twoQueues());
     assertThat(registry.getMeters()).hasSize(before.size() + 14);
 
@@ -392,16 +404,17 @@ class QueueStateMetricsTest {
 
     assertThat(ids(registry)).containsExactlyInAnyOrderElementsOf(before);
     assertThat(m.record(twoQueues())).isFalse();
-    m.onAcquired(term(2, "a"));
+    on(m).onAcquired(term(2, "a"));
     assertThat(m.record(twoQueues())).isFalse();
     assertThat(ids(registry)).containsExactlyInAnyOrderElementsOf(before);
   }
 
   @Test
   void extraTagsGoOnEveryQueueMeter() {
-    QueueStateMetrics m = QueueStateMetrics.builder().tags(Tags.of("service", "billing")).build();
+    QueueStateMetrics m =
+        QueueStateMetrics.builder(idleLoop("a")).tags(Tags.of("service", "billing")).build();
     m.bindTo(registry);
-    m.onAcquired(term(1, "a"));
+    on(m).onAcquired(term(1, "a"));
     m.record(twoQueues());
 
     assertThat(registry.getMeters())
@@ -411,14 +424,20 @@ class QueueStateMetricsTest {
 
   @Test
   void misuseIsRefusedWithAClearMessage() {
-    assertThatThrownBy(() -> QueueStateMetrics.builder().maxQueueSeries(-1))
+    assertThatThrownBy(() -> QueueStateMetrics.builder(null))
+        .isInstanceOf(NullPointerException.class)
+        .hasMessage("loop");
+    assertThatThrownBy(() -> QueueStateMetrics.of(null))
+        .isInstanceOf(NullPointerException.class)
+        .hasMessage("loop");
+    assertThatThrownBy(() -> QueueStateMetrics.builder(idleLoop("a")).maxQueueSeries(-1))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessage("maxQueueSeries must not be negative, but was -1");
-    assertThatThrownBy(() -> QueueStateMetrics.builder().tags(Tags.of("queue", "x")))
+    assertThatThrownBy(() -> QueueStateMetrics.builder(idleLoop("a")).tags(Tags.of("queue", "x")))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessage("tags must not use the key queue, which QueueStateMetrics sets itself");
-    QueueStateMetrics unbound = QueueStateMetrics.create();
-    unbound.onAcquired(term(1, "a"));
+    QueueStateMetrics unbound = QueueStateMetrics.of(idleLoop("a"));
+    on(unbound).onAcquired(term(1, "a"));
     assertThatThrownBy(() -> unbound.record(twoQueues()))
         .isInstanceOf(IllegalStateException.class)
         .hasMessage("call bindTo(registry) before record(snapshot)");
@@ -426,7 +445,39 @@ class QueueStateMetricsTest {
     assertThatThrownBy(() -> m.bindTo(new SimpleMeterRegistry()))
         .isInstanceOf(IllegalStateException.class);
     assertThatThrownBy(() -> m.record(null)).isInstanceOf(NullPointerException.class);
-    assertThat(QueueStateMetrics.create().maxQueueSeries()).isEqualTo(100);
+    assertThat(QueueStateMetrics.of(idleLoop("a")).maxQueueSeries()).isEqualTo(100);
+  }
+
+  @Test
+  void bindToSubscribesToTheLoopOnceAndCloseUnsubscribes() {
+    LeaderLoop loop = idleLoop("a");
+    QueueStateMetrics m = QueueStateMetrics.of(loop);
+    assertThat(m.loop()).isSameAs(loop);
+    assertThat(loop.removeListener(on(m))).as("subscribed before bindTo").isFalse();
+
+    m.bindTo(registry);
+    assertThat(loop.removeListener(on(m))).as("subscribed by bindTo").isTrue();
+    assertThat(loop.removeListener(on(m))).as("subscribed twice").isFalse();
+    loop.addListener(on(m));
+
+    m.close();
+    assertThat(loop.removeListener(on(m))).as("subscribed after close").isFalse();
+    assertThat(LeaderListener.class.isAssignableFrom(QueueStateMetrics.class)).isFalse();
+  }
+
+  @Test
+  void theSameTermAnnouncedAfterTheBindCaughtUpWithItKeepsTheGauges() {
+    QueueStateMetrics m = bound();
+    Term term = term(1, "a");
+    on(m).onAcquired(term);
+    m.record(twoQueues());
+
+    on(m).onAcquired(term);
+
+    assertThat(m.isExporting()).isTrue();
+    assertThat(registry.getMeters()).hasSize(14);
+    on(m).onAcquired(term(2, "a"));
+    assertThat(m.isExporting()).as("a new term starts without gauges").isFalse();
   }
 
   @Test
@@ -448,10 +499,10 @@ class QueueStateMetricsTest {
 
     assertThatCode(
             () -> {
-              m.onAcquired(term);
+              on(m).onAcquired(term);
               assertThat(m.record(twoQueues())).isFalse();
-              m.onRefreshFailed(term, Duration.ZERO, new IllegalStateException("x"));
-              m.onLost(term, LossReason.REFRESH_FAILED, null);
+              on(m).onRefreshFailed(term, Duration.ZERO, new IllegalStateException("x"));
+              on(m).onLost(term, LossReason.REFRESH_FAILED, null);
             })
         .doesNotThrowAnyException();
     assertThat(registry.getMeters()).isEmpty();
@@ -465,7 +516,7 @@ class QueueStateMetricsTest {
     try {
       for (int round = 1; round <= 200; round++) {
         Term term = term(round, "a");
-        m.onAcquired(term);
+        on(m).onAcquired(term);
         CountDownLatch started = new CountDownLatch(1);
         AtomicBoolean stop = new AtomicBoolean();
         Future<?> recorder =
@@ -478,7 +529,8 @@ class QueueStateMetricsTest {
                 });
         started.await();
         // The watchdog ends the term while the refresh keeps recording.
-        pool.submit(() -> m.onLost(term, LossReason.SELF_FENCED, null)).get(10, TimeUnit.SECONDS);
+        pool.submit(() -> on(m).onLost(term, LossReason.SELF_FENCED, null))
+            .get(10, TimeUnit.SECONDS);
         assertThat(registry.getMeters()).as("round %d, recorder still running", round).isEmpty();
         stop.set(true);
         recorder.get(10, TimeUnit.SECONDS);

@@ -104,10 +104,14 @@ public final class QueueStateRecordBenchmark {
 
   private static IntSupplier recorder(List<QueueStateSnapshot> snapshots) {
     PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-    QueueStateMetrics metrics = QueueStateMetrics.builder().maxQueueSeries(BUDGET).build();
+    QueueStateMetrics metrics =
+        QueueStateMetrics.builder(TestTerms.idleLoop(LockKey.of(1L), "bench"))
+            .maxQueueSeries(BUDGET)
+            .build();
     metrics.bindTo(registry);
-    metrics.onAcquired(
-        new Term(1, LockKey.of(1L), "bench", Instant.now(), new FencingToken(1, 1), 1));
+    metrics
+        .listenerForTests()
+        .onAcquired(new Term(1, LockKey.of(1L), "bench", Instant.now(), new FencingToken(1, 1), 1));
     int[] i = {0};
     return () -> {
       boolean ok = metrics.record(snapshots.get(i[0]++ % snapshots.size()));

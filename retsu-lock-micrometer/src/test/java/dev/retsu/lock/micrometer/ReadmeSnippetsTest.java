@@ -45,17 +45,11 @@ class ReadmeSnippetsTest {
     PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     // snippet:micrometer/wiring
     LockKey key = LockKey.named("retsu", "queue-state-collector");
-    LeaderMetrics leaderMetrics =
-        LeaderMetrics.builder(key, "collector-1").lockName("queue-state").build();
-    QueueStateMetrics queueMetrics = QueueStateMetrics.builder().maxQueueSeries(200).build();
-    leaderMetrics.bindTo(registry); // every replica exports its leadership
-    queueMetrics.bindTo(registry); // registers nothing until this replica leads
-    LeaderLoop loop =
-        LeaderLoop.builder(dataSource, key)
-            .candidateId("collector-1")
-            .listener(leaderMetrics)
-            .listener(queueMetrics)
-            .build();
+    LeaderLoop loop = LeaderLoop.builder(dataSource, key).candidateId("collector-1").build();
+    LeaderMetrics leaderMetrics = LeaderMetrics.builder(loop).lockName("queue-state").build();
+    QueueStateMetrics queueMetrics = QueueStateMetrics.builder(loop).maxQueueSeries(200).build();
+    leaderMetrics.bindTo(registry); // subscribes to the loop; every replica exports its leadership
+    queueMetrics.bindTo(registry); // subscribes too; registers nothing until this replica leads
     loop.start(ctx -> queueMetrics.record(ctx.withConnection(QueueStateCollector::collect)));
     // end-snippet
     try {

@@ -1,0 +1,184 @@
+package dev.retsu.lock.micrometer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import dev.retsu.lock.FailurePolicy;
+import dev.retsu.lock.LeaderLoop;
+import dev.retsu.lock.LeadershipLostException;
+import dev.retsu.lock.LockKey;
+import dev.retsu.lock.Term;
+import dev.retsu.lock.testing.PostgresExtension;
+import dev.retsu.lock.testing.TestDatabase;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * {@link LeaderMetrics} bound to real leader loops on a real PostgreSQL: what the leader gauge
+ * shows in each loop state, a bind during a term, and that {@code close()} unsubscribes.
+ */
+@ExtendWith(PostgresExtension.class)
+class LeaderMetricsLoopTest {
+
+  private static final Duration WITHIN = Duration.ofSeconds(30);
+  private static final AtomicInteger KEYS = new AtomicInteger(8000);
+
+  private final SimpleMeterRegistry registry = new SimpleMeterRegistry();
+  private final List<AutoCloseable> closeables = new ArrayList<>();
+
+  @AfterEach
+  void closeAll() throws Exception {
+    for (int i = closeables.size() - 1; i >= 0; i--) {
+      closeables.get(i).close();
+    }
+  }
+
+  private LeaderLoop loop(TestDatabase db, LockKey key, String id, FailurePolicy policy) {
+    LeaderLoop loop =
+        LeaderLoop.builder(db.dataSource(), key)
+            .candidateId(id)
+            .retryInterval(Duration.ofMillis(100))
+            .refreshInterval(Duration.ofMillis(200))
+            .heartbeatInterval(Duration.ofMillis(100))
+            .failurePolicy(policy)
+            .build();
+    closeables.add(loop);
+    return loop;
+  }
+
+  private LeaderMetrics bound(LeaderLoop loop) {
+    LeaderMetrics m = LeaderMetrics.builder(loop).lockName("queue-state").build();
+    m.bindTo(registry);
+    closeables.add(m);
+    return m;
+  }
+
+  private double state(String candidate, String state) {
+    return registry
+        .get(Names.LEADER)
+        .tags("lock", "queue-state", "candidate", candidate, "state", state)
+        .gauge()
+        .value();
+  }
+
+  private double count(String name, String... tags) {
+    return registry.get(name).tags(tags).counter().count();
+  }
+
+  private static LockKey newKey() {
+    return LockKey.of(KEYS.incrementAndGet());
+  }
+
+  @Test
+  void bindingWhileTheLoopLeadsShowsTheLeaderAtOnce(TestDatabase db) throws Exception {
+    LeaderLoop loop = loop(db, newKey(), "a", FailurePolicy.STEP_DOWN);
+    CompletableFuture<Void> run = loop.start(ctx -> {});
+    await().atMost(WITHIN).until(loop::isLeader);
+
+    LeaderMetrics m = bound(loop);
+
+    // No event has reached the metrics yet: the bind caught up with the running term.
+    assertThat(m.isLeader()).isTrue();
+    assertThat(state("a", "leader")).isEqualTo(1.0);
+    assertThat(state("a", "standby")).isEqualTo(0.0);
+    assertThat(registry.get(Names.TERM).longTaskTimer().activeTasks()).isEqualTo(1);
+    assertThat(count(Names.ACQUISITIONS)).as("acquired before the bind").isZero();
+    // The term's refreshes and its end are heard from then on.
+    await().atMost(WITHIN).until(() -> refreshes("success") >= 2);
+
+    loop.close();
+    run.get(WITHIN.toSeconds(), TimeUnit.SECONDS);
+
+    assertThat(loop.state()).isEqualTo(LeaderLoop.State.CLOSED);
+    assertThat(m.isLeader()).isFalse();
+    assertThat(state("a", "leader")).isEqualTo(0.0);
+    assertThat(state("a", "standby")).as("a closed loop does not contend").isEqualTo(0.0);
+    assertThat(registry.get(Names.TERM).longTaskTimer().activeTasks()).isZero();
+    assertThat(count(Names.LOST_TERMS, "reason", "closed")).isEqualTo(1.0);
+  }
+
+  @Test
+  void standbyIsOneOnlyWhileTheLoopRunsWithoutLeading(TestDatabase db) throws Exception {
+    LockKey key = newKey();
+    LeaderLoop holder = loop(db, key, "a", FailurePolicy.STEP_DOWN);
+    holder.start(ctx -> {});
+    await().atMost(WITHIN).until(holder::isLeader);
+    LeaderLoop loop = loop(db, key, "b", FailurePolicy.STEP_DOWN);
+    bound(loop);
+
+    assertThat(loop.state()).isEqualTo(LeaderLoop.State.NEW);
+    assertThat(state("b", "standby")).as("NEW").isEqualTo(0.0);
+    assertThat(state("b", "leader")).as("NEW").isEqualTo(0.0);
+
+    CompletableFuture<Void> run = loop.start(ctx -> {});
+    await().atMost(WITHIN).until(() -> count(Names.ATTEMPTS, "result", "held_elsewhere") >= 2);
+    assertThat(state("b", "standby")).as("RUNNING, not leading").isEqualTo(1.0);
+    assertThat(state("b", "leader")).as("RUNNING, not leading").isEqualTo(0.0);
+
+    loop.close();
+    run.get(WITHIN.toSeconds(), TimeUnit.SECONDS);
+    assertThat(loop.state()).isEqualTo(LeaderLoop.State.CLOSED);
+    assertThat(state("b", "standby")).as("CLOSED").isEqualTo(0.0);
+    assertThat(state("b", "leader")).as("CLOSED").isEqualTo(0.0);
+  }
+
+  @Test
+  void aLoopThatFailedShowsZeroInBothStates(TestDatabase db) throws Exception {
+    LeaderLoop loop = loop(db, newKey(), "a", FailurePolicy.EXIT);
+    LeaderMetrics m = bound(loop);
+    CompletableFuture<Void> run = loop.start(ctx -> {});
+    await().atMost(WITHIN).until(() -> state("a", "leader") == 1.0);
+    assertThat(state("a", "standby")).isEqualTo(0.0);
+
+    assertThat(db.terminateBackend(loop.currentTerm().orElseThrow().backendPid())).isTrue();
+
+    ExecutionException exit =
+        assertThrows(ExecutionException.class, () -> run.get(WITHIN.toSeconds(), TimeUnit.SECONDS));
+    assertThat(exit.getCause()).isInstanceOf(LeadershipLostException.class);
+    String reason =
+        ((LeadershipLostException) exit.getCause()).reason().name().toLowerCase(Locale.ROOT);
+    assertThat(loop.state()).isEqualTo(LeaderLoop.State.FAILED);
+    assertThat(m.isLeader()).isFalse();
+    assertThat(state("a", "leader")).as("FAILED").isEqualTo(0.0);
+    assertThat(state("a", "standby")).as("FAILED: nobody here contends").isEqualTo(0.0);
+    assertThat(count(Names.LOST_TERMS, "reason", reason)).isEqualTo(1.0);
+    assertThat(count(Names.ACQUISITIONS)).isEqualTo(1.0);
+  }
+
+  @Test
+  void closeUnsubscribesSoNoMeterReappearsInLaterTerms(TestDatabase db) throws Exception {
+    LeaderLoop loop = loop(db, newKey(), "a", FailurePolicy.STEP_DOWN);
+    PrometheusMeterRegistry prometheus = TestTerms.prometheus();
+    LeaderMetrics m = LeaderMetrics.builder(loop).lockName("queue-state").build();
+    m.bindTo(prometheus);
+    loop.start(ctx -> {});
+    await().atMost(WITHIN).until(m::isLeader);
+
+    m.close();
+
+    assertThat(prometheus.getMeters()).isEmpty();
+    assertThat(loop.removeListener(m.listenerForTests())).as("still subscribed").isFalse();
+    // The loop loses its term and leads again; the closed metrics hear none of it.
+    assertThat(db.terminateBackend(loop.currentTerm().orElseThrow().backendPid())).isTrue();
+    await().atMost(WITHIN).until(() -> loop.currentTerm().map(Term::number).orElse(0L) >= 2);
+    assertThat(m.isLeader()).isFalse();
+    assertThat(prometheus.getMeters()).isEmpty();
+    assertThat(prometheus.scrape()).doesNotContain("retsu_lock");
+  }
+
+  private double refreshes(String outcome) {
+    return registry.get(Names.REFRESH).tags("outcome", outcome).timer().count();
+  }
+}
