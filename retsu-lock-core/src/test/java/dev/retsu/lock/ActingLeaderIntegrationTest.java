@@ -102,6 +102,70 @@ class ActingLeaderIntegrationTest {
   }
 
   @Test
+  void aTaskThatSwallowsTheSessionLostErrorStillCannotAct(TestDatabase db) throws Exception {
+    LockKey key = TestKeys.next();
+    AtomicReference<Object> outcome = new AtomicReference<>();
+    LeaderLoop a = track(fast(db, key, "a").refreshInterval(Duration.ofMinutes(1)).build());
+    a.start(
+        ctx -> {
+          if (outcome.get() != null) {
+            return;
+          }
+          db.terminateBackend(ctx.term().backendPid());
+          try (Statement s = ctx.connection().createStatement()) {
+            s.execute("SELECT 1");
+          } catch (SQLException swallowed) {
+            // user code that logs and carries on
+          }
+          try {
+            ctx.ensureLeader();
+            outcome.set("passed");
+          } catch (LeadershipLostException e) {
+            outcome.set(e.reason());
+          }
+        });
+    await().atMost(WITHIN).until(() -> outcome.get() != null);
+    assertThat(outcome.get()).isEqualTo(LossReason.SESSION_LOST);
+  }
+
+  @Test
+  void aPoolThatLendsConnectionsWithAutocommitOffStillGivesAnObservableLeader(TestDatabase db)
+      throws Exception {
+    LockKey key = TestKeys.next();
+    com.zaxxer.hikari.HikariConfig config = new com.zaxxer.hikari.HikariConfig();
+    config.setDataSource(db.dataSource());
+    config.setAutoCommit(false); // every borrowed connection is inside a transaction
+    config.setMaximumPoolSize(2);
+    try (com.zaxxer.hikari.HikariDataSource pool = new com.zaxxer.hikari.HikariDataSource(config)) {
+      AtomicInteger pid = new AtomicInteger();
+      LeaderLoop a =
+          track(
+              TestLoops.fast(LeaderLoop.builder(pool, key))
+                  .candidateId("autocommit-off")
+                  .refreshInterval(Duration.ofMinutes(1))
+                  .build());
+      a.start(ctx -> pid.set(ctx.term().backendPid()));
+      await().atMost(WITHIN).until(() -> pid.get() != 0);
+      // Sampled across heartbeats: the leader's session never idles inside a transaction.
+      List<String> states = new CopyOnWriteArrayList<>();
+      await()
+          .atMost(WITHIN)
+          .pollInterval(Duration.ofMillis(50))
+          .until(
+              () -> {
+                states.add(sessionState(db, pid.get()));
+                return states.size() >= 30;
+              });
+      assertThat(states).isSubsetOf("idle", "active");
+      long t0 = System.nanoTime();
+      db.terminateBackend(pid.get());
+      await().atMost(WITHIN).pollInterval(Duration.ofMillis(5)).until(() -> !a.isLeader());
+      assertThat((System.nanoTime() - t0) / 1_000_000).isLessThan(1000);
+      a.close();
+    }
+  }
+
+  @Test
   void aRoleIdleInTransactionTimeoutCannotEndTheLeadersSession(TestDatabase db) throws Exception {
     db.execute(
         "ALTER DATABASE \"" + db.name() + "\" SET idle_in_transaction_session_timeout = '200ms'");
