@@ -309,9 +309,15 @@ public final class AdvisoryLockLease implements AutoCloseable {
     }
   }
 
-  /** What the socket shows, without a round trip; waits for a busy session's call to end. */
-  PgSession.Evidence probe() {
-    io.lock();
+  /**
+   * What the socket shows, without a round trip; null when another call is in progress on the
+   * session right now (that call reads the socket itself, and a session-lost failure of it ends the
+   * term through the watcher), so a check never waits behind a slow round trip.
+   */
+  PgSession.Evidence probeIfIdle() {
+    if (!io.tryLock()) {
+      return null;
+    }
     try {
       return open.get() ? PgSession.probe(session) : PgSession.Evidence.ENDED;
     } finally {

@@ -87,7 +87,11 @@ final class LeaderTerm implements LeaderContext, AdvisoryLockLease.Watcher {
       proveLeader();
       return;
     }
-    PgSession.Evidence evidence = lease.probe();
+    PgSession.Evidence evidence = lease.probeIfIdle();
+    if (evidence == null) {
+      checkLocally(); // a call in flight on the session is reading it right now
+      return;
+    }
     if (evidence == PgSession.Evidence.ENDED) {
       end(
           LossReason.SESSION_LOST,

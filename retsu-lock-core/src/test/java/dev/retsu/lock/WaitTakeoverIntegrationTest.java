@@ -184,7 +184,10 @@ class WaitTakeoverIntegrationTest {
         track(
             candidate(viaProxy, key, "orph-waiter")
                 .takeover(TakeoverMode.WAIT)
-                .waitTimeout(Duration.ofSeconds(60))
+                // Longer than the server's keepalive bound (11 s), short enough that the orphan's
+                // own read gives up (wait + round trip, 17 s) soon after its link heals.
+                .waitTimeout(Duration.ofSeconds(15))
+                .roundTripTimeout(Duration.ofSeconds(2))
                 .listener(lw)
                 .build());
     waiter.start(ctx -> {});

@@ -62,7 +62,7 @@ import org.postgresql.ds.PGSimpleDataSource;
  * SIGTERM runs {@link LeaderLoop#close()} from a shutdown hook (a graceful stop).
  *
  * <p>Arguments: jdbcUrl user password candidateId key takeover(POLL|WAIT) seed taskMinMs taskMaxMs
- * taskMode(PLAIN|TX|MIXED)
+ * taskMode(PLAIN|TX|MIXED) refreshTimeoutMs
  */
 public final class FaultCandidate {
 
@@ -101,6 +101,7 @@ public final class FaultCandidate {
    * Runs the candidate.
    *
    * @param args jdbcUrl user password candidateId key takeover seed taskMinMs taskMaxMs taskMode
+   *     refreshTimeoutMs
    */
   public static void main(String[] args) {
     PGSimpleDataSource ds = new PGSimpleDataSource();
@@ -116,6 +117,7 @@ public final class FaultCandidate {
     String taskMode = args[9];
     LeaderLoop loop =
         FaultTiming.fast(LeaderLoop.builder(ds, LockKey.of(Long.parseLong(args[4]))))
+            .refreshTimeout(Duration.ofMillis(Long.parseLong(args[10])))
             .candidateId(args[3])
             .takeover(TakeoverMode.valueOf(args[5]))
             .failurePolicy(FailurePolicy.STEP_DOWN)

@@ -249,13 +249,16 @@ class FaultInjectionIntegrationTest {
 
   /**
    * The candidates' role carries {@code idle_in_transaction_session_timeout = '500ms'} (ALTER ROLE
-   * ... SET, as a DBA would configure it), and the task idles in a transaction past it: the server
-   * ends the leader's session, which frees the lock, while the task still runs.
+   * ... SET, as a DBA would configure it), and the task idles 900 ms in a transaction. Before the
+   * fix the server ended the leader's session mid-task while the task kept passing its checks; now
+   * the lease pins the timeout on its session, so the leader rides it out: same term, no other
+   * candidate acquires, and the checker still finds no acting overlap. (The refresh timeout is
+   * raised for this scenario so that the idle task itself is not cut off.)
    */
   @ParameterizedTest
   @EnumSource(TakeoverMode.class)
-  void roleLevelIdleInTransactionTimeoutEndsTheSessionMidTask(TakeoverMode mode, TestDatabase db)
-      throws Exception {
+  void roleLevelIdleInTransactionTimeoutCannotEndTheLeadersSession(
+      TakeoverMode mode, TestDatabase db) throws Exception {
     String role = "retsu_idle_tx_" + mode.name().toLowerCase(Locale.ROOT);
     String password = "pw" + Long.toHexString(new Random().nextLong() & Long.MAX_VALUE);
     db.execute(
@@ -271,13 +274,17 @@ class FaultInjectionIntegrationTest {
             + IDLE_IN_TX_TIMEOUT_MS
             + "ms'");
     try {
-      scenario(
+      keptTerm(
           db,
-          IDLE_IN_TRANSACTION.name(),
-          List.of(IDLE_IN_TRANSACTION),
+          IDLE_IN_TRANSACTION.name() + "." + mode.name().toLowerCase(Locale.ROOT),
           mode,
-          ROUNDS,
-          new Setup(2, "PLAIN", role, password));
+          role,
+          password,
+          Duration.ofSeconds(3),
+          EnumSet.of(Phase.TX),
+          Action.IDLE,
+          IDLE_MS,
+          (leader, phaseAt) -> phaseAt + TimeUnit.MILLISECONDS.toNanos(IDLE_MS));
     } finally {
       dropRole(db, role);
     }
@@ -287,27 +294,63 @@ class FaultInjectionIntegrationTest {
   @EnumSource(TakeoverMode.class)
   void partitionHealedBeforeTheDeadlineKeepsTheTerm(TakeoverMode mode, TestDatabase db)
       throws Exception {
-    String scenario = "partition-healed." + mode.name().toLowerCase(Locale.ROOT);
+    keptTerm(
+        db,
+        "partition-healed." + mode.name().toLowerCase(Locale.ROOT),
+        mode,
+        db.user(),
+        db.password(),
+        FaultTiming.REFRESH_TIMEOUT,
+        LEADING,
+        Action.NONE,
+        LINGER_MS,
+        (leader, phaseAt) -> {
+          // a 300 ms partition, well inside the 2 s deadline
+          leader.proxy.blackhole();
+          CompletableFuture.runAsync(
+                  leader.proxy::heal, CompletableFuture.delayedExecutor(300, TimeUnit.MILLISECONDS))
+              .get(WITHIN.toMillis(), TimeUnit.MILLISECONDS);
+          return System.nanoTime();
+        });
+  }
+
+  /**
+   * A fault the leader must ride out: it strikes at the armed phase and returns when it is over;
+   * the leader then passes a check in the same term, and no other candidate acquires meanwhile.
+   */
+  interface KeptFault {
+    long strike(Fleet.Member leader, long phaseAt) throws Exception;
+  }
+
+  private void keptTerm(
+      TestDatabase db,
+      String scenario,
+      TakeoverMode mode,
+      String user,
+      String password,
+      Duration refreshTimeout,
+      Set<Phase> phases,
+      Action action,
+      long lingerMs,
+      KeptFault fault)
+      throws Exception {
     long seed = seedFor(scenario);
     Random random = new Random(seed);
     long key = KEYS.incrementAndGet();
     List<TermChecker.Injection> injections = new ArrayList<>();
-    try (Fleet fleet = new Fleet(db, key, mode, Fleet.TaskProfile.of(random.nextLong(), "PLAIN"))) {
+    Fleet.TaskProfile task =
+        Fleet.TaskProfile.of(random.nextLong(), "PLAIN").withRefreshTimeout(refreshTimeout);
+    try (Fleet fleet = new Fleet(db, key, mode, task, user, password)) {
       fleet.launch(2);
       for (int round = 1; round <= ROUNDS; round++) {
-        Phase phase = pick(random, LEADING);
+        Phase phase = pick(random, phases);
         Fleet.Member leader = fleet.awaitLeaderAndContendingStandbys(WITHIN);
-        String term = arm(fleet, leader, phase, Action.NONE, LINGER_MS).fields().get(1);
+        Fleet.Event at = arm(fleet, leader, phase, action, lingerMs);
+        String term = at.fields().get(1);
         long start = System.nanoTime();
-        leader.proxy.blackhole();
-        // the fault itself: a 300 ms partition, well inside the 2 s deadline
-        CompletableFuture.runAsync(
-                leader.proxy::heal, CompletableFuture.delayedExecutor(300, TimeUnit.MILLISECONDS))
-            .get(WITHIN.toMillis(), TimeUnit.MILLISECONDS);
-        long healed = System.nanoTime();
+        long over = fault.strike(leader, at.nanos());
         injections.add(
-            new TermChecker.Injection(
-                round, leader.id, term, start, true, "partition-300ms@" + phase));
+            new TermChecker.Injection(round, leader.id, term, start, true, scenario + "@" + phase));
         await()
             .atMost(WITHIN)
             .until(
@@ -317,7 +360,7 @@ class FaultInjectionIntegrationTest {
                             e ->
                                 e.kind().equals("CHECK")
                                     && e.fields().get(0).equals(term)
-                                    && e.nanos() > healed));
+                                    && e.nanos() > over));
         assertThat(leader.openTerm().orElseThrow().fields().get(0)).isEqualTo(term);
         assertThat(fleet.timeline())
             .noneMatch(e -> e.kind().equals("ACQUIRED") && e.nanos() > start);

@@ -9,9 +9,12 @@ final class FaultTiming {
 
   static final Duration IDLE_SESSION = TestLoops.IDLE_SESSION;
 
+  /** A hung refresh is cut off after this long. */
+  static final Duration REFRESH_TIMEOUT = Duration.ofSeconds(1);
+
   private FaultTiming() {}
 
   static LeaderLoopBuilder fast(LeaderLoopBuilder b) {
-    return TestLoops.fast(b).refreshTimeout(Duration.ofSeconds(1));
+    return TestLoops.fast(b).refreshTimeout(REFRESH_TIMEOUT);
   }
 }

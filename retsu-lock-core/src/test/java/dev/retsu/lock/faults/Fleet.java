@@ -29,7 +29,7 @@ import java.util.stream.Collectors;
 final class Fleet implements AutoCloseable {
 
   /** How the candidates' leader tasks behave; see {@link FaultCandidate}. */
-  record TaskProfile(long seed, long minMs, long maxMs, String mode) {
+  record TaskProfile(long seed, long minMs, long maxMs, String mode, long refreshTimeoutMs) {
 
     /**
      * The suite's default: each half of a refresh (before and after the check) draws tens to a
@@ -41,7 +41,13 @@ final class Fleet implements AutoCloseable {
           seed,
           Long.getLong("retsu.faults.taskMinMs", 10),
           Long.getLong("retsu.faults.taskMaxMs", 150),
-          mode);
+          mode,
+          FaultTiming.REFRESH_TIMEOUT.toMillis());
+    }
+
+    /** The same profile with another refresh timeout, for tasks that idle on purpose. */
+    TaskProfile withRefreshTimeout(java.time.Duration timeout) {
+      return new TaskProfile(seed, minMs, maxMs, mode, timeout.toMillis());
     }
   }
 
@@ -216,7 +222,8 @@ final class Fleet implements AutoCloseable {
             Long.toString(task.seed() * 31 + n), // each candidate its own task durations
             Long.toString(task.minMs()),
             Long.toString(task.maxMs()),
-            task.mode());
+            task.mode(),
+            Long.toString(task.refreshTimeoutMs()));
     try {
       Files.createDirectories(Path.of("target", "fault-logs"));
       pb.redirectError(Path.of("target", "fault-logs", id + ".log").toFile());
