@@ -8,6 +8,8 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.retsu.lock.FailurePolicy;
 import dev.retsu.lock.LeaderLoop;
 import dev.retsu.lock.LockKey;
+import dev.retsu.lock.examples.collector.QueueStateQuery;
+import dev.retsu.lock.examples.collector.Schema;
 import dev.retsu.lock.micrometer.LeaderMetrics;
 import dev.retsu.lock.micrometer.QueueStateMetrics;
 import dev.retsu.lock.micrometer.QueueStateSnapshot;

@@ -1,4 +1,4 @@
-package dev.retsu.lock.examples;
+package dev.retsu.lock.examples.app;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
@@ -13,6 +13,10 @@ import dev.retsu.lock.LockHolder;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.LossReason;
 import dev.retsu.lock.Term;
+import dev.retsu.lock.examples.collector.QueueStateQuery;
+import dev.retsu.lock.examples.collector.Schema;
+import dev.retsu.lock.examples.http.Json;
+import dev.retsu.lock.examples.http.ManagementServer;
 import dev.retsu.lock.micrometer.LeaderMetrics;
 import dev.retsu.lock.micrometer.QueueStateMetrics;
 import dev.retsu.lock.micrometer.QueueStateSnapshot;
@@ -46,17 +50,17 @@ import org.slf4j.LoggerFactory;
  * and exits with status 1, so the deployment restarts it and a standby takes over; SIGTERM or
  * Ctrl-C closes the loop, which releases the lock at once, and exits with status 0.
  */
-final class Collector {
+public final class CollectorCommand {
 
   /** The collector's lock: a fixed two-part key, ('RETS', 1). Never reuse it for other jobs. */
-  static final LockKey KEY = LockKey.of(Schema.KEY_NAMESPACE, 1);
+  public static final LockKey KEY = LockKey.of(Schema.KEY_NAMESPACE, 1);
 
   /** The line operators grep for; logged exactly like this when a term starts. */
-  static final String ACQUIRED_LINE = "queue state metrics collector leadership acquired";
+  public static final String ACQUIRED_LINE = "queue state metrics collector leadership acquired";
 
   static final String LOCK_NAME = "queue-state-collector";
 
-  private static final Logger LOG = LoggerFactory.getLogger(Collector.class);
+  private static final Logger LOG = LoggerFactory.getLogger(CollectorCommand.class);
 
   private final Settings.Collector settings;
   private final AtomicBoolean exitingWithFailure = new AtomicBoolean();
@@ -69,7 +73,7 @@ final class Collector {
   private volatile QueueStateMetrics queueMetrics;
   private volatile LeaderMetrics leaderMetrics;
 
-  Collector(Settings.Collector settings) {
+  CollectorCommand(Settings.Collector settings) {
     this.settings = settings;
   }
 

@@ -1,18 +1,24 @@
-package dev.retsu.lock.examples;
+package dev.retsu.lock.examples.demo;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.retsu.lock.AdvisoryLock;
 import dev.retsu.lock.LockHolder;
+import dev.retsu.lock.examples.app.CollectorCommand;
+import dev.retsu.lock.examples.app.ConfigException;
+import dev.retsu.lock.examples.app.Main;
+import dev.retsu.lock.examples.app.Options;
+import dev.retsu.lock.examples.app.Settings;
+import dev.retsu.lock.examples.collector.Schema;
+import dev.retsu.lock.examples.http.ManagementServer;
+import dev.retsu.lock.examples.load.QueueLoad;
 import dev.retsu.lock.testing.EmbeddedPostgresServer;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
-import java.net.HttpURLConnection;
 import java.net.InetAddress;
 import java.net.ServerSocket;
-import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.sql.Connection;
@@ -42,7 +48,7 @@ import java.util.regex.Pattern;
  * pg_terminate_backend}, as an operator evicting a leader would. Cleans up everything it started,
  * also on Ctrl-C.
  */
-final class Demo {
+public final class Demo {
 
   private static final DateTimeFormatter CLOCK = DateTimeFormatter.ofPattern("HH:mm:ss.SSS");
   private static final Duration STARTUP_TIMEOUT = Duration.ofSeconds(90);
@@ -65,12 +71,23 @@ final class Demo {
   private Thread loadThread;
   private String jdbcUrl;
 
-  Demo(Settings.Demo settings, PrintStream out) {
+  /**
+   * Creates the demo.
+   *
+   * @param settings its settings
+   * @param out where the timeline goes
+   */
+  public Demo(Settings.Demo settings, PrintStream out) {
     this.settings = settings;
     this.out = out;
   }
 
-  int run() {
+  /**
+   * Runs the demo and cleans up.
+   *
+   * @return the exit status: {@link Main#OK}, {@link Main#FAILED} or {@link Main#USAGE}
+   */
+  public int run() {
     // Keep the timeline readable: the demo's own PostgreSQL and pool only speak up on trouble.
     for (String quiet : List.of("io.zonky.test", "dev.retsu.lock.testing", "com.zaxxer.hikari")) {
       String property = "org.slf4j.simpleLogger.log." + quiet;
@@ -278,7 +295,7 @@ final class Demo {
   }
 
   private void terminateLeaderSession(Child leader) throws Exception {
-    Optional<LockHolder> holder = AdvisoryLock.of(pool, Collector.KEY).currentHolder();
+    Optional<LockHolder> holder = AdvisoryLock.of(pool, CollectorCommand.KEY).currentHolder();
     if (holder.isEmpty()) {
       throw new IllegalStateException("nobody holds the collector lock");
     }
@@ -421,24 +438,8 @@ final class Demo {
     return null;
   }
 
-  static String get(int port, String path) {
-    try {
-      HttpURLConnection c =
-          (HttpURLConnection)
-              URI.create("http://127.0.0.1:" + port + path).toURL().openConnection();
-      c.setConnectTimeout(2000);
-      c.setReadTimeout(5000);
-      try {
-        if (c.getResponseCode() != 200) {
-          return null;
-        }
-        return new String(c.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-      } finally {
-        c.disconnect();
-      }
-    } catch (IOException e) {
-      return null;
-    }
+  private static String get(int port, String path) {
+    return ManagementServer.fetch(port, path);
   }
 
   private static void requireFreePort(int port) {
@@ -550,7 +551,7 @@ final class Demo {
           } finally {
             linesLock.unlock();
           }
-          if (line.endsWith(Collector.ACQUIRED_LINE) && acquiredAt == NOT_YET) {
+          if (line.endsWith(CollectorCommand.ACQUIRED_LINE) && acquiredAt == NOT_YET) {
             acquiredAt = now;
           }
           if (line.contains("queue state metrics collector leadership")

@@ -1,8 +1,10 @@
-package dev.retsu.lock.examples;
+package dev.retsu.lock.examples.app;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.retsu.lock.examples.collector.Schema;
+import dev.retsu.lock.examples.load.QueueLoad;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
 import java.sql.Connection;
@@ -85,8 +87,8 @@ class CollectorFailoverIntegrationTest {
     CollectorProcess leader = pair[0];
     CollectorProcess standby = pair[1];
 
-    assertThat(leader.linesEndingWith(Collector.ACQUIRED_LINE)).isOne();
-    assertThat(standby.linesEndingWith(Collector.ACQUIRED_LINE)).isZero();
+    assertThat(leader.linesEndingWith(CollectorCommand.ACQUIRED_LINE)).isOne();
+    assertThat(standby.linesEndingWith(CollectorCommand.ACQUIRED_LINE)).isZero();
     assertThat(leader.metrics())
         .contains("queue_messages_ready{queue=\"queue-1\"} 20.0")
         .contains("queue_messages_in_flight{")
@@ -125,7 +127,7 @@ class CollectorFailoverIntegrationTest {
     assertThat(leader.logged("leadership released: CLOSED")).as(leader.output()).isTrue();
     await("the standby takes over")
         .atMost(TAKEOVER)
-        .until(() -> standby.linesEndingWith(Collector.ACQUIRED_LINE) == 1);
+        .until(() -> standby.linesEndingWith(CollectorCommand.ACQUIRED_LINE) == 1);
     await("and exports queue state")
         .atMost(TAKEOVER)
         .until(() -> standby.metrics().contains("queue_messages_ready{queue=\"queue-1\"}"));
@@ -153,7 +155,7 @@ class CollectorFailoverIntegrationTest {
         .isTrue();
     await("the standby takes over")
         .atMost(TAKEOVER)
-        .until(() -> standby.linesEndingWith(Collector.ACQUIRED_LINE) == 1);
+        .until(() -> standby.linesEndingWith(CollectorCommand.ACQUIRED_LINE) == 1);
     await("and exports queue state")
         .atMost(TAKEOVER)
         .until(() -> standby.metrics().contains("queue_messages_ready{queue=\"queue-1\"}"));
@@ -182,7 +184,7 @@ class CollectorFailoverIntegrationTest {
 
     await("the waiter takes over")
         .atMost(TAKEOVER)
-        .until(() -> waiter.linesEndingWith(Collector.ACQUIRED_LINE) == 1);
+        .until(() -> waiter.linesEndingWith(CollectorCommand.ACQUIRED_LINE) == 1);
     await("and exports queue state")
         .atMost(TAKEOVER)
         .until(() -> waiter.metrics().contains("queue_messages_ready{queue=\"queue-1\"}"));
