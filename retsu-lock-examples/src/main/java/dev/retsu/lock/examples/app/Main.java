@@ -1,5 +1,6 @@
 package dev.retsu.lock.examples.app;
 
+import dev.retsu.lock.examples.collector.QueueStateCollector;
 import dev.retsu.lock.examples.demo.Demo;
 import dev.retsu.lock.examples.load.LoadCommand;
 import java.io.PrintStream;
@@ -79,7 +80,7 @@ public final class Main {
                     command,
                     "Runs one queue state-metrics collector replica. Every replica contends for"
                         + " the advisory lock "
-                        + CollectorCommand.KEY
+                        + QueueStateCollector.KEY
                         + ";\nthe leader reads the queue-state rollup on the lock's own session"
                         + " every interval and\nexports queue_messages_* gauges; standbys retry"
                         + " every interval. Logs exactly\n'"

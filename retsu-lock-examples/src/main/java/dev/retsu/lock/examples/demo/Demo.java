@@ -9,6 +9,7 @@ import dev.retsu.lock.examples.app.ConfigException;
 import dev.retsu.lock.examples.app.Main;
 import dev.retsu.lock.examples.app.Options;
 import dev.retsu.lock.examples.app.Settings;
+import dev.retsu.lock.examples.collector.QueueStateCollector;
 import dev.retsu.lock.examples.collector.Schema;
 import dev.retsu.lock.examples.http.ManagementServer;
 import dev.retsu.lock.examples.load.QueueLoad;
@@ -295,7 +296,7 @@ public final class Demo {
   }
 
   private void terminateLeaderSession(Child leader) throws Exception {
-    Optional<LockHolder> holder = AdvisoryLock.of(pool, CollectorCommand.KEY).currentHolder();
+    Optional<LockHolder> holder = AdvisoryLock.of(pool, QueueStateCollector.KEY).currentHolder();
     if (holder.isEmpty()) {
       throw new IllegalStateException("nobody holds the collector lock");
     }
