@@ -163,6 +163,27 @@ class CollectorFailoverIntegrationTest {
   }
 
   @Test
+  void aFailedRefreshExitsWithStatusOneAsTheRetsuCollectorDoes(TestDatabase db) throws Exception {
+    CollectorProcess leader = start(db, "collector-f");
+    await("a leader").atMost(STARTUP).until(leader::isLeaderByLog);
+    await("its queue gauges")
+        .atMost(STARTUP)
+        .until(() -> leader.metrics().contains("queue_messages_ready{"));
+    try {
+      // The state query's table goes away: the next refresh fails. Core's default policy
+      // (STEP_DOWN) would keep the process up and contending; the collector sets EXIT.
+      db.execute("ALTER TABLE retsu_queue_state RENAME TO retsu_queue_state_gone");
+
+      await("the leader exits").atMost(TAKEOVER).until(leader::exitedAndDrained);
+      assertThat(leader.process.exitValue()).as(leader.output()).isEqualTo(1);
+      assertThat(leader.logged("Leadership lost (REFRESH_FAILED")).as(leader.output()).isTrue();
+      assertThat(db.advisoryLockHolders()).isEmpty();
+    } finally {
+      db.execute("ALTER TABLE IF EXISTS retsu_queue_state_gone RENAME TO retsu_queue_state");
+    }
+  }
+
+  @Test
   void aWaitingStandbyTakesOverTheMomentTheLeaderStops(TestDatabase db) throws Exception {
     CollectorProcess leader = start(db, "collector-p");
     await("a leader").atMost(STARTUP).until(leader::isLeaderByLog);
