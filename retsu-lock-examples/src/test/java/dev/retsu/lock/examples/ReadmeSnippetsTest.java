@@ -42,9 +42,11 @@ class ReadmeSnippetsTest {
             ReadmeSnippets.verify(
                 Path.of("../README.md"),
                 "examples",
+                Path.of("src/main/java/dev/retsu/lock/examples/quickstart/Quickstart.java"),
                 Path.of(
                     "src/main/java/dev/retsu/lock/examples/collector/QueueStateCollector.java")))
-        .containsExactly("examples/collector-wiring", "examples/collector-refresh");
+        .containsExactly(
+            "examples/quickstart", "examples/collector-wiring", "examples/collector-refresh");
   }
 
   @Test
