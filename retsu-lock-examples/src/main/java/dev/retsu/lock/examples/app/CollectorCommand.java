@@ -49,6 +49,9 @@ public final class CollectorCommand {
   /** The line operators grep for; logged exactly like this when a term starts. */
   public static final String ACQUIRED_LINE = "queue state metrics collector leadership acquired";
 
+  /** Logged once the endpoint is up and the replica starts contending. */
+  public static final String STARTED_LINE = "Queue state collector started";
+
   private static final Logger LOG = LoggerFactory.getLogger(CollectorCommand.class);
 
   private final Settings.Collector settings;
@@ -137,9 +140,9 @@ public final class CollectorCommand {
     }
 
     LOG.info(
-        "[candidate={}] Queue state collector started: lock {}, interval {}, takeover {}, pool"
-            + " size {}",
+        "[candidate={}] {}: lock {}, interval {}, takeover {}, pool size {}",
         candidate,
+        STARTED_LINE,
         QueueStateCollector.KEY,
         Options.format(settings.interval()),
         settings.takeover(),
