@@ -1,11 +1,13 @@
-package dev.retsu.lock.examples;
+package dev.retsu.lock.examples.http;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.net.HttpURLConnection;
 import java.net.InetSocketAddress;
+import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -21,7 +23,7 @@ import org.slf4j.LoggerFactory;
  * {@code /health/ready} and {@code /leader} (JSON). Served by the JDK's HTTP server on two daemon
  * threads named {@code retsu-lock-examples-http-N}. {@link #close()} is idempotent.
  */
-final class ManagementServer implements AutoCloseable {
+public final class ManagementServer implements AutoCloseable {
 
   private static final Logger LOG = LoggerFactory.getLogger(ManagementServer.class);
   private static final String PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8";
@@ -38,9 +40,15 @@ final class ManagementServer implements AutoCloseable {
   /**
    * Binds and starts the endpoint.
    *
+   * @param address the address to bind, e.g. {@code 0.0.0.0}
+   * @param port the port; 0 for any free one
+   * @param registry what {@code /metrics} serves
+   * @param leaderJson the body of {@code /leader}
+   * @param ready whether {@code /health/ready} says 200 (else 503)
+   * @return the running endpoint
    * @throws IOException when the port cannot be bound (e.g. in use)
    */
-  static ManagementServer start(
+  public static ManagementServer start(
       String address,
       int port,
       PrometheusMeterRegistry registry,
@@ -90,8 +98,40 @@ final class ManagementServer implements AutoCloseable {
     return out;
   }
 
-  int port() {
+  /**
+   * Returns the bound port.
+   *
+   * @return the port
+   */
+  public int port() {
     return server.getAddress().getPort();
+  }
+
+  /**
+   * GETs a path from a management endpoint on this host, as the demo and the tests read it.
+   *
+   * @param port the endpoint's port
+   * @param path e.g. {@code /leader}
+   * @return the body on status 200; null on any other status or when nothing answers
+   */
+  public static String fetch(int port, String path) {
+    try {
+      HttpURLConnection c =
+          (HttpURLConnection)
+              URI.create("http://127.0.0.1:" + port + path).toURL().openConnection();
+      c.setConnectTimeout(2000);
+      c.setReadTimeout(5000);
+      try {
+        if (c.getResponseCode() != 200) {
+          return null;
+        }
+        return new String(c.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+      } finally {
+        c.disconnect();
+      }
+    } catch (IOException e) {
+      return null;
+    }
   }
 
   private void respond(HttpExchange ex, int status, String type, Supplier<String> body)

@@ -1,9 +1,9 @@
-package dev.retsu.lock.examples;
+package dev.retsu.lock.examples.load;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.retsu.lock.micrometer.QueueState;
-import dev.retsu.lock.micrometer.QueueStateSnapshot;
+import dev.retsu.lock.examples.app.Settings;
+import dev.retsu.lock.examples.collector.Schema;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
 import java.io.ByteArrayOutputStream;
@@ -12,22 +12,16 @@ import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.Statement;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import java.util.concurrent.Callable;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
-/** The schema, the rollup triggers, the load generator and the state query, on real PostgreSQL. */
+/** The load generator and the {@code load} command; the rollup triggers keep up with both. */
 @ExtendWith(PostgresExtension.class)
-class QueueRollupIntegrationTest {
+class QueueLoadIntegrationTest {
 
   @BeforeEach
   void schema(TestDatabase db) throws Exception {
@@ -35,38 +29,6 @@ class QueueRollupIntegrationTest {
       Schema.migrate(c);
     }
     db.execute("TRUNCATE retsu_queue_message; TRUNCATE retsu_queue_state");
-  }
-
-  @Test
-  void migrationIsIdempotentAndSafeWhenReplicasStartTogether(TestDatabase db) throws Exception {
-    AtomicInteger threads = new AtomicInteger();
-    ExecutorService pool =
-        Executors.newFixedThreadPool(
-            4, r -> new Thread(r, "retsu-lock-examples-test-migrate-" + threads.incrementAndGet()));
-    try {
-      List<Future<Void>> done = new ArrayList<>();
-      for (int i = 0; i < 4; i++) {
-        Callable<Void> migrate =
-            () -> {
-              try (Connection c = db.connect()) {
-                Schema.migrate(c);
-                assertThat(c.getAutoCommit()).isTrue();
-              }
-              return null;
-            };
-        done.add(pool.submit(migrate));
-      }
-      for (Future<Void> f : done) {
-        f.get();
-      }
-    } finally {
-      pool.shutdownNow();
-    }
-    assertThat(
-            db.queryInts(
-                "SELECT count(*)::int FROM pg_trigger WHERE tgrelid = 'retsu_queue_message'::regclass"
-                    + " AND NOT tgisinternal"))
-        .containsExactly(3);
   }
 
   @Test
@@ -87,33 +49,6 @@ class QueueRollupIntegrationTest {
     QueueLoad.Totals totals = load.totals();
     assertThat(totals.enqueued()).isGreaterThan(90);
     assertThat(totals.consumed()).isPositive();
-  }
-
-  @Test
-  void theStateQueryReadsTheRollupAndTheOldestReadyAge(TestDatabase db) throws Exception {
-    db.execute(
-        "INSERT INTO retsu_queue_message (queue, state, available_at) VALUES"
-            + " ('orders', 'ready', now() - interval '90 seconds'),"
-            + " ('orders', 'ready', now()),"
-            + " ('orders', 'in_flight', now()),"
-            + " ('orders', 'scheduled', now() + interval '1 hour'),"
-            + " ('emails', 'dead', now())");
-
-    QueueStateSnapshot snapshot;
-    try (Connection c = db.connect()) {
-      snapshot = QueueStateQuery.read(c);
-    }
-
-    assertThat(snapshot.queues()).extracting(QueueState::name).containsExactly("emails", "orders");
-    QueueState orders = snapshot.queues().get(1);
-    assertThat(orders.ready()).isEqualTo(2);
-    assertThat(orders.inFlight()).isEqualTo(1);
-    assertThat(orders.scheduled()).isEqualTo(1);
-    assertThat(orders.dead()).isZero();
-    assertThat(orders.oldestReadyAgeSeconds()).isBetween(89.0, 3600.0);
-    QueueState emails = snapshot.queues().get(0);
-    assertThat(emails.dead()).isEqualTo(1);
-    assertThat(emails.oldestReadyAgeSeconds()).isZero();
   }
 
   @Test

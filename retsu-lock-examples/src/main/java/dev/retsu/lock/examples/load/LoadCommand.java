@@ -1,7 +1,11 @@
-package dev.retsu.lock.examples;
+package dev.retsu.lock.examples.load;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import dev.retsu.lock.examples.app.Main;
+import dev.retsu.lock.examples.app.Options;
+import dev.retsu.lock.examples.app.Settings;
+import dev.retsu.lock.examples.collector.Schema;
 import java.io.PrintStream;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -12,13 +16,20 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /** The {@code load} command: a {@link QueueLoad} against RETSU_DATABASE__URL until stopped. */
-final class LoadCommand {
+public final class LoadCommand {
 
   private static final DateTimeFormatter TIME = DateTimeFormatter.ofPattern("HH:mm:ss");
 
   private LoadCommand() {}
 
-  static int run(Settings.Load settings, PrintStream out) {
+  /**
+   * Runs the load until Ctrl-C or the configured duration.
+   *
+   * @param settings the load's settings
+   * @param out where progress lines go
+   * @return the exit status: {@link Main#OK}, or {@link Main#FAILED} on a database error
+   */
+  public static int run(Settings.Load settings, PrintStream out) {
     AtomicBoolean stop = new AtomicBoolean();
     CountDownLatch stopped = new CountDownLatch(1);
     Thread hook =

@@ -1,4 +1,4 @@
-package dev.retsu.lock.examples;
+package dev.retsu.lock.examples.app;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -45,7 +45,7 @@ class MainTest {
         .contains("(default 24350)")
         .contains("RETSU_WORKER__STATE_COLLECTOR__INTERVAL")
         .contains("(default 15s)")
-        .contains(Collector.ACQUIRED_LINE)
+        .contains(CollectorCommand.ACQUIRED_LINE)
         .doesNotContain("RETSU_EXAMPLES__PARENT_PID");
   }
 

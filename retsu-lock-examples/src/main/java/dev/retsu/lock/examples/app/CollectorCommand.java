@@ -1,21 +1,18 @@
-package dev.retsu.lock.examples;
+package dev.retsu.lock.examples.app;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import com.zaxxer.hikari.metrics.micrometer.MicrometerMetricsTrackerFactory;
 import dev.retsu.lock.AdvisoryLock;
 import dev.retsu.lock.AdvisoryLockException;
-import dev.retsu.lock.FailurePolicy;
 import dev.retsu.lock.LeaderListener;
-import dev.retsu.lock.LeaderLoop;
 import dev.retsu.lock.LeadershipLostException;
-import dev.retsu.lock.LockHolder;
-import dev.retsu.lock.LockKey;
 import dev.retsu.lock.LossReason;
 import dev.retsu.lock.Term;
-import dev.retsu.lock.micrometer.LeaderMetrics;
-import dev.retsu.lock.micrometer.QueueStateMetrics;
-import dev.retsu.lock.micrometer.QueueStateSnapshot;
+import dev.retsu.lock.examples.collector.QueueStateCollector;
+import dev.retsu.lock.examples.collector.Schema;
+import dev.retsu.lock.examples.http.LeaderStatus;
+import dev.retsu.lock.examples.http.ManagementServer;
 import dev.retsu.lock.testing.EmbeddedPostgresServer;
 import io.micrometer.core.instrument.binder.jvm.ClassLoaderMetrics;
 import io.micrometer.core.instrument.binder.jvm.JvmGcMetrics;
@@ -30,8 +27,6 @@ import java.io.IOException;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.util.LinkedHashMap;
-import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.ReentrantLock;
@@ -39,24 +34,25 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The queue state-metrics collector worker, as the Retsu worker runs it: every replica contends for
- * one advisory lock; the leader reads the queue-state rollup on the lock's own session every
- * interval and exports the queue gauges; standbys retry every interval and export only generic and
- * leadership metrics. A failed refresh or an initial database error stops the management endpoint
- * and exits with status 1, so the deployment restarts it and a standby takes over; SIGTERM or
- * Ctrl-C closes the loop, which releases the lock at once, and exits with status 0.
+ * The {@code collector} command: one replica of the queue state-metrics collector as a process, as
+ * the Retsu worker runs it. The election and the metrics are {@link QueueStateCollector}'s; this
+ * class adds what a process needs around it: the pool (or an embedded PostgreSQL), the schema, a
+ * Prometheus registry with JVM metrics, the management endpoint, the log lines operators grep for,
+ * signals and exit statuses.
+ *
+ * <p>A failed refresh or an initial database error stops the management endpoint and exits with
+ * status 1, so the deployment restarts it and a standby takes over; SIGTERM or Ctrl-C closes the
+ * loop, which releases the lock at once, and exits with status 0.
  */
-final class Collector {
-
-  /** The collector's lock: a fixed two-part key, ('RETS', 1). Never reuse it for other jobs. */
-  static final LockKey KEY = LockKey.of(Schema.KEY_NAMESPACE, 1);
+public final class CollectorCommand {
 
   /** The line operators grep for; logged exactly like this when a term starts. */
-  static final String ACQUIRED_LINE = "queue state metrics collector leadership acquired";
+  public static final String ACQUIRED_LINE = "queue state metrics collector leadership acquired";
 
-  static final String LOCK_NAME = "queue-state-collector";
+  /** Logged once the endpoint is up and the replica starts contending. */
+  public static final String STARTED_LINE = "Queue state collector started";
 
-  private static final Logger LOG = LoggerFactory.getLogger(Collector.class);
+  private static final Logger LOG = LoggerFactory.getLogger(CollectorCommand.class);
 
   private final Settings.Collector settings;
   private final AtomicBoolean exitingWithFailure = new AtomicBoolean();
@@ -65,11 +61,9 @@ final class Collector {
   private volatile EmbeddedPostgresServer embedded;
   private volatile HikariDataSource pool;
   private volatile ManagementServer management;
-  private volatile LeaderLoop loop;
-  private volatile QueueStateMetrics queueMetrics;
-  private volatile LeaderMetrics leaderMetrics;
+  private volatile QueueStateCollector collector;
 
-  Collector(Settings.Collector settings) {
+  CollectorCommand(Settings.Collector settings) {
     this.settings = settings;
   }
 
@@ -117,23 +111,15 @@ final class Collector {
       return fail();
     }
 
-    leaderMetrics = LeaderMetrics.builder(KEY, candidate).lockName(LOCK_NAME).build();
-    leaderMetrics.bindTo(registry);
-    queueMetrics = QueueStateMetrics.create();
-    queueMetrics.bindTo(registry);
-    QueueStateMetrics gauges = queueMetrics;
-    LeaderLoop leaderLoop =
-        LeaderLoop.builder(pool, KEY)
-            .candidateId(candidate)
-            .retryInterval(settings.interval())
-            .refreshInterval(settings.interval())
-            .takeover(settings.takeover())
-            .failurePolicy(FailurePolicy.EXIT)
-            .listener(new LogListener(candidate))
-            .listener(leaderMetrics)
-            .listener(queueMetrics)
-            .build();
-    loop = leaderLoop;
+    QueueStateCollector queueStateCollector =
+        new QueueStateCollector(
+            pool,
+            registry,
+            candidate,
+            settings.interval(),
+            settings.takeover(),
+            new LogListener(candidate));
+    collector = queueStateCollector;
 
     try {
       management =
@@ -142,7 +128,7 @@ final class Collector {
               settings.managementPort(),
               registry,
               this::leaderJson,
-              this::ready);
+              () -> LeaderStatus.isReady(queueStateCollector.loop()));
     } catch (IOException e) {
       LOG.error(
           "Cannot serve the management endpoint on {}:{} (RETSU_WORKER__MANAGEMENT__PORT): {};"
@@ -154,22 +140,15 @@ final class Collector {
     }
 
     LOG.info(
-        "[candidate={}] Queue state collector started: lock {}, interval {}, takeover {}, pool"
-            + " size {}",
+        "[candidate={}] {}: lock {}, interval {}, takeover {}, pool size {}",
         candidate,
-        KEY,
+        STARTED_LINE,
+        QueueStateCollector.KEY,
         Options.format(settings.interval()),
         settings.takeover(),
         settings.database().poolSize());
     try {
-      leaderLoop.run(
-          context -> {
-            QueueStateSnapshot snapshot = context.withConnection(QueueStateQuery::read);
-            context.ensureLeader();
-            if (!gauges.record(snapshot)) {
-              LOG.warn("[candidate={}] Term ended during the refresh; not exported", candidate);
-            }
-          });
+      queueStateCollector.run();
     } catch (LeadershipLostException e) {
       LOG.error(
           "[candidate={}] Leadership lost ({}{}); stopping the management endpoint and exiting"
@@ -231,57 +210,10 @@ final class Collector {
     return new HikariDataSource(config);
   }
 
-  private boolean ready() {
-    LeaderLoop l = loop;
-    if (l == null) {
-      return false;
-    }
-    return l.state() == LeaderLoop.State.RUNNING;
-  }
-
   /** The body of {@code /leader}. */
-  String leaderJson() {
-    LeaderLoop l = loop;
-    Map<String, Object> out = new LinkedHashMap<>();
-    out.put("candidate", l.candidateId());
-    Optional<Term> term = l.currentTerm();
-    String role =
-        switch (l.state()) {
-          case NEW -> "starting";
-          case CLOSED -> "stopped";
-          case FAILED -> "failed";
-          default -> l.isLeader() ? "leader" : "standby";
-        };
-    out.put("role", role);
-    out.put("lock", KEY.toString());
-    out.put("term", term.map(Term::number).orElse(null));
-    out.put("fencingToken", term.map(t -> t.fencingToken().toString()).orElse(null));
-    out.put("leaderSince", term.map(t -> t.start().toString()).orElse(null));
-    out.put("backendPid", term.map(Term::backendPid).orElse(null));
-    out.put("exportingQueueState", queueMetrics != null && queueMetrics.isExporting());
-    try {
-      Optional<LockHolder> holder = l.currentHolder();
-      out.put(
-          "holder",
-          holder
-              .map(
-                  h -> {
-                    Map<String, Object> m = new LinkedHashMap<>();
-                    m.put("pid", h.pid());
-                    m.put("candidate", h.candidateId().orElse(null));
-                    m.put("applicationName", h.applicationName());
-                    m.put("clientAddress", h.clientAddress().orElse(null));
-                    m.put("database", h.database());
-                    return m;
-                  })
-              .orElse(null));
-    } catch (AdvisoryLockException e) {
-      out.put("holder", null);
-      out.put("holderError", e.getMessage());
-    }
-    out.put("intervalSeconds", settings.interval().toMillis() / 1000.0);
-    out.put("takeover", settings.takeover().name().toLowerCase(java.util.Locale.ROOT));
-    return Json.object(out);
+  private String leaderJson() {
+    QueueStateCollector c = collector;
+    return LeaderStatus.json(c.loop(), c.isExporting(), settings.interval(), settings.takeover());
   }
 
   /** SIGTERM, Ctrl-C, or System.exit: release the lock at once and exit 0 (unless failing). */
@@ -290,14 +222,14 @@ final class Collector {
       return; // exiting with status 1 on purpose; cleanup is done
     }
     LOG.info("Stop requested: closing the leader loop, which releases the lock at once");
-    LeaderLoop l = loop;
-    if (l == null) {
+    QueueStateCollector c = collector;
+    if (c == null) {
       // Still starting (an embedded server may be half up): no lock is held, so let the JVM end
       // as a signalled one does, after every other hook (the embedded server's among them) ran.
       cleanup();
       return;
     }
-    l.close();
+    c.close();
     cleanup();
     if (!exitingWithFailure.get()) {
       // A JVM stopped by SIGTERM exits with 143; a requested stop that went well is a success.
@@ -321,7 +253,7 @@ final class Collector {
             });
   }
 
-  /** Stops the endpoint, the loop, the pool and an embedded server, once, in that order. */
+  /** Stops the endpoint, the collector, the pool and an embedded server, once, in that order. */
   private void cleanup() {
     cleanupLock.lock();
     try {
@@ -333,15 +265,9 @@ final class Collector {
       if (m != null) {
         m.close();
       }
-      LeaderLoop l = loop;
-      if (l != null) {
-        l.close();
-      }
-      if (queueMetrics != null) {
-        queueMetrics.close();
-      }
-      if (leaderMetrics != null) {
-        leaderMetrics.close();
+      QueueStateCollector c = collector;
+      if (c != null) {
+        c.close();
       }
       HikariDataSource p = pool;
       if (p != null) {

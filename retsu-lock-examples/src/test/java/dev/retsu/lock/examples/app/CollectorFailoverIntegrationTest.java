@@ -1,8 +1,10 @@
-package dev.retsu.lock.examples;
+package dev.retsu.lock.examples.app;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.retsu.lock.examples.collector.Schema;
+import dev.retsu.lock.examples.load.QueueLoad;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
 import java.sql.Connection;
@@ -85,8 +87,8 @@ class CollectorFailoverIntegrationTest {
     CollectorProcess leader = pair[0];
     CollectorProcess standby = pair[1];
 
-    assertThat(leader.linesEndingWith(Collector.ACQUIRED_LINE)).isOne();
-    assertThat(standby.linesEndingWith(Collector.ACQUIRED_LINE)).isZero();
+    assertThat(leader.linesEndingWith(CollectorCommand.ACQUIRED_LINE)).isOne();
+    assertThat(standby.linesEndingWith(CollectorCommand.ACQUIRED_LINE)).isZero();
     assertThat(leader.metrics())
         .contains("queue_messages_ready{queue=\"queue-1\"} 20.0")
         .contains("queue_messages_in_flight{")
@@ -125,7 +127,7 @@ class CollectorFailoverIntegrationTest {
     assertThat(leader.logged("leadership released: CLOSED")).as(leader.output()).isTrue();
     await("the standby takes over")
         .atMost(TAKEOVER)
-        .until(() -> standby.linesEndingWith(Collector.ACQUIRED_LINE) == 1);
+        .until(() -> standby.linesEndingWith(CollectorCommand.ACQUIRED_LINE) == 1);
     await("and exports queue state")
         .atMost(TAKEOVER)
         .until(() -> standby.metrics().contains("queue_messages_ready{queue=\"queue-1\"}"));
@@ -153,11 +155,32 @@ class CollectorFailoverIntegrationTest {
         .isTrue();
     await("the standby takes over")
         .atMost(TAKEOVER)
-        .until(() -> standby.linesEndingWith(Collector.ACQUIRED_LINE) == 1);
+        .until(() -> standby.linesEndingWith(CollectorCommand.ACQUIRED_LINE) == 1);
     await("and exports queue state")
         .atMost(TAKEOVER)
         .until(() -> standby.metrics().contains("queue_messages_ready{queue=\"queue-1\"}"));
     assertThat(db.advisoryLockHolders()).hasSize(1).doesNotContain(holders.get(0));
+  }
+
+  @Test
+  void aFailedRefreshExitsWithStatusOneAsTheRetsuCollectorDoes(TestDatabase db) throws Exception {
+    CollectorProcess leader = start(db, "collector-f");
+    await("a leader").atMost(STARTUP).until(leader::isLeaderByLog);
+    await("its queue gauges")
+        .atMost(STARTUP)
+        .until(() -> leader.metrics().contains("queue_messages_ready{"));
+    try {
+      // The state query's table goes away: the next refresh fails. Core's default policy
+      // (STEP_DOWN) would keep the process up and contending; the collector sets EXIT.
+      db.execute("ALTER TABLE retsu_queue_state RENAME TO retsu_queue_state_gone");
+
+      await("the leader exits").atMost(TAKEOVER).until(leader::exitedAndDrained);
+      assertThat(leader.process.exitValue()).as(leader.output()).isEqualTo(1);
+      assertThat(leader.logged("Leadership lost (REFRESH_FAILED")).as(leader.output()).isTrue();
+      assertThat(db.advisoryLockHolders()).isEmpty();
+    } finally {
+      db.execute("ALTER TABLE IF EXISTS retsu_queue_state_gone RENAME TO retsu_queue_state");
+    }
   }
 
   @Test
@@ -182,7 +205,7 @@ class CollectorFailoverIntegrationTest {
 
     await("the waiter takes over")
         .atMost(TAKEOVER)
-        .until(() -> waiter.linesEndingWith(Collector.ACQUIRED_LINE) == 1);
+        .until(() -> waiter.linesEndingWith(CollectorCommand.ACQUIRED_LINE) == 1);
     await("and exports queue state")
         .atMost(TAKEOVER)
         .until(() -> waiter.metrics().contains("queue_messages_ready{queue=\"queue-1\"}"));

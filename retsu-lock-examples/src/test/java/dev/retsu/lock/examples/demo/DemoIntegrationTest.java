@@ -1,7 +1,9 @@
-package dev.retsu.lock.examples;
+package dev.retsu.lock.examples.demo;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.retsu.lock.FencingToken;
+import dev.retsu.lock.examples.app.Main;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -11,11 +13,16 @@ import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /** The README's run command, shortened: two collectors, a 1 s interval, one failover. */
 class DemoIntegrationTest {
+
+  private static final Pattern TOKENS =
+      Pattern.compile("fencing token (\\d+)/(\\d+) -> (\\d+)/(\\d+)");
 
   @AfterEach
   void noCollectorOutlivesTheDemo() {
@@ -60,6 +67,22 @@ class DemoIntegrationTest {
         .containsPattern("collector-[ab] took over \\d+\\.\\d\\d s after the SIGTERM")
         .containsPattern("leader stopped with SIGTERM \\(graceful\\): +takeover +\\d+\\.\\d\\d s")
         .contains("cleaning up");
+    // Progress while the collectors start, and what the numbers in the replica lines mean.
+    assertThat(text)
+        .containsPattern("collector-a +\\| up \\d+\\.\\d\\d s after its launch, endpoint on :\\d+")
+        .containsPattern("collector-b +\\| up \\d+\\.\\d\\d s after its launch")
+        .contains("term N counts the terms of that one process")
+        .contains("fencing token (WAL timeline/transaction id), the cluster-wide order")
+        .contains("pid is the PostgreSQL backend pid")
+        .containsPattern("lock held by collector-[ab] \\(backend pid \\d+\\)");
+    // The new leader's fencing token is greater than the old one's, though both are in term 1.
+    Matcher tokens = TOKENS.matcher(text);
+    assertThat(tokens.find()).as(text).isTrue();
+    FencingToken before =
+        new FencingToken(Integer.parseInt(tokens.group(1)), Long.parseLong(tokens.group(2)));
+    FencingToken after =
+        new FencingToken(Integer.parseInt(tokens.group(3)), Long.parseLong(tokens.group(4)));
+    assertThat(after.isNewerThan(before)).as(before + " -> " + after).isTrue();
     assertThat(collectors()).isEmpty();
   }
 

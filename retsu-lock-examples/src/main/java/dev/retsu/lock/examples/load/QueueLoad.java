@@ -1,4 +1,4 @@
-package dev.retsu.lock.examples;
+package dev.retsu.lock.examples.load;
 
 import java.sql.Array;
 import java.sql.Connection;
@@ -24,15 +24,21 @@ import javax.sql.DataSource;
  *
  * <p>Not thread-safe: one thread drives it.
  */
-final class QueueLoad {
+public final class QueueLoad {
 
-  static final Duration TICK = Duration.ofMillis(200);
+  public static final Duration TICK = Duration.ofMillis(200);
 
   /** Ticks per consumer-speed wave: 2 minutes. */
-  static final int WAVE_TICKS = 600;
+  public static final int WAVE_TICKS = 600;
 
-  /** Totals since this load started. */
-  record Totals(long enqueued, long consumed, long deadLettered) {}
+  /**
+   * Totals since this load started.
+   *
+   * @param enqueued messages enqueued
+   * @param consumed messages acknowledged
+   * @param deadLettered messages dead-lettered
+   */
+  public record Totals(long enqueued, long consumed, long deadLettered) {}
 
   private final DataSource dataSource;
   private final List<String> queues;
@@ -46,7 +52,15 @@ final class QueueLoad {
   private long consumed;
   private long deadLettered;
 
-  QueueLoad(DataSource dataSource, int queueCount, int ratePerSecond, long seed) {
+  /**
+   * Creates a load; it does nothing until {@link #seed}, {@link #tick} or {@link #run}.
+   *
+   * @param dataSource where to run the queue statements; the schema must exist
+   * @param queueCount queues {@code queue-1} .. {@code queue-N}
+   * @param ratePerSecond messages enqueued per second, all queues
+   * @param seed the random seed, for repeatable runs
+   */
+  public QueueLoad(DataSource dataSource, int queueCount, int ratePerSecond, long seed) {
     this.dataSource = dataSource;
     this.queues = names(queueCount);
     this.ratePerSecond = ratePerSecond;
@@ -71,16 +85,31 @@ final class QueueLoad {
     return out;
   }
 
-  List<String> queues() {
+  /**
+   * Returns the queue names.
+   *
+   * @return {@code queue-1} .. {@code queue-N}
+   */
+  public List<String> queues() {
     return queues;
   }
 
-  Totals totals() {
+  /**
+   * Returns what this load did so far.
+   *
+   * @return the totals
+   */
+  public Totals totals() {
     return new Totals(enqueued, consumed, deadLettered);
   }
 
-  /** Enqueues a backlog: {@code perQueue} ready messages per queue, a few scheduled and dead. */
-  void seed(int perQueue) throws SQLException {
+  /**
+   * Enqueues a backlog: {@code perQueue} ready messages per queue, a few scheduled and dead.
+   *
+   * @param perQueue ready messages per queue
+   * @throws SQLException on a database error
+   */
+  public void seed(int perQueue) throws SQLException {
     try (Connection c = dataSource.getConnection()) {
       for (String q : queues) {
         enqueued += insert(c, q, perQueue, "ready", Duration.ZERO, Duration.ofSeconds(-30));
@@ -90,8 +119,12 @@ final class QueueLoad {
     }
   }
 
-  /** One tick of producing and consuming. */
-  void tick() throws SQLException {
+  /**
+   * One tick of producing and consuming.
+   *
+   * @throws SQLException on a database error
+   */
+  public void tick() throws SQLException {
     try (Connection c = dataSource.getConnection()) {
       promoteDue(c);
       settleClaimed(c);
@@ -138,9 +171,14 @@ final class QueueLoad {
    * Runs ticks until {@code stop} says so or {@code duration} (if positive) has passed, printing
    * progress every {@code progressInterval}.
    *
+   * @param duration how long to run; null for until {@code stop}
+   * @param progressInterval how often to hand {@code progress} a line
+   * @param progress receives {@link #progressLine()}
+   * @param stop checked every tick
+   * @throws SQLException on a database error
    * @throws InterruptedException if interrupted while waiting for the next tick
    */
-  void run(
+  public void run(
       Duration duration, Duration progressInterval, Consumer<String> progress, BooleanSupplier stop)
       throws SQLException, InterruptedException {
     long start = System.nanoTime();
@@ -164,8 +202,14 @@ final class QueueLoad {
     }
   }
 
-  /** E.g. {@code load: 4 queues at 20 msg/s | enqueued 120, consumed 98, dead 3 | ready 19 ...}. */
-  String progressLine() throws SQLException {
+  /**
+   * Returns one progress line: what this load did and the current totals over all queues.
+   *
+   * @return e.g. {@code load: 4 queues at 20 msg/s | enqueued 120, consumed 98, dead-lettered 3 |
+   *     now ready 19, ...}
+   * @throws SQLException on a database error
+   */
+  public String progressLine() throws SQLException {
     long[] sums = new long[4];
     try (Connection c = dataSource.getConnection();
         Statement s = c.createStatement();

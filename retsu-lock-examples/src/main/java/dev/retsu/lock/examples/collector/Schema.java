@@ -1,4 +1,4 @@
-package dev.retsu.lock.examples;
+package dev.retsu.lock.examples.collector;
 
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -17,12 +17,13 @@ import java.sql.Statement;
  *       operation, whoever runs it (the {@code load} command or psql).
  * </ul>
  */
-final class Schema {
+public final class Schema {
 
   /** First part of the migration's transaction lock: 'RETS'. Second part: 2. */
-  static final int KEY_NAMESPACE = 0x52455453;
+  public static final int KEY_NAMESPACE = 0x52455453;
 
-  static final int MIGRATION_KEY = 2;
+  /** Second part of the migration's transaction lock. */
+  public static final int MIGRATION_KEY = 2;
 
   // No CHECK (n >= 0) on the rollup counts: PostgreSQL checks constraints on the row an upsert
   // proposes to insert before it finds the conflict, and that row carries the (negative) delta.
@@ -110,7 +111,7 @@ final class Schema {
    * @param c a connection in auto-commit mode; it is left in auto-commit mode
    * @throws SQLException on a database error
    */
-  static void migrate(Connection c) throws SQLException {
+  public static void migrate(Connection c) throws SQLException {
     boolean autoCommit = c.getAutoCommit();
     c.setAutoCommit(false);
     try (Statement s = c.createStatement()) {

@@ -1,7 +1,7 @@
-package dev.retsu.lock.examples;
+package dev.retsu.lock.examples.app;
 
 import dev.retsu.lock.TakeoverMode;
-import dev.retsu.lock.examples.Options.Option;
+import dev.retsu.lock.examples.app.Options.Option;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -9,7 +9,7 @@ import java.util.Optional;
 import java.util.OptionalLong;
 
 /** The settings of each subcommand: names, defaults, validation. */
-final class Settings {
+public final class Settings {
 
   static final Option DATABASE_URL =
       Option.of(
@@ -117,7 +117,7 @@ final class Settings {
   private Settings() {}
 
   /** Where to connect. {@code url} empty means: start an embedded PostgreSQL. */
-  record Database(
+  public record Database(
       Optional<String> url, Optional<String> user, Optional<String> password, int poolSize) {
 
     static Database from(Options o) {
@@ -145,7 +145,7 @@ final class Settings {
   }
 
   /** The collector worker's settings. */
-  record Collector(
+  public record Collector(
       Database database,
       String managementAddress,
       int managementPort,
@@ -169,14 +169,22 @@ final class Settings {
   }
 
   /** The load generator's settings. */
-  record Load(
+  public record Load(
       Database database,
       int queues,
       int ratePerSecond,
       Optional<Duration> duration,
       Duration progressInterval) {
 
-    static Load from(List<String> args, Map<String, String> env) {
+    /**
+     * Reads the load settings.
+     *
+     * @param args the flags after {@code load}
+     * @param env the environment
+     * @return the settings
+     * @throws ConfigException naming the bad flag or variable and its value
+     */
+    public static Load from(List<String> args, Map<String, String> env) {
       Options o = Options.parse("load", LOAD, args, env);
       Database db = Database.from(o);
       if (db.url().isEmpty()) {
@@ -194,7 +202,7 @@ final class Settings {
   }
 
   /** The demo's settings. */
-  record Demo(int collectors, Duration interval, int basePort, boolean quick) {
+  public record Demo(int collectors, Duration interval, int basePort, boolean quick) {
 
     static Demo from(List<String> args, Map<String, String> env) {
       Options o = Options.parse("demo", DEMO, args, env);

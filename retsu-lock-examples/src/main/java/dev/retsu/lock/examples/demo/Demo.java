@@ -1,18 +1,25 @@
-package dev.retsu.lock.examples;
+package dev.retsu.lock.examples.demo;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.retsu.lock.AdvisoryLock;
 import dev.retsu.lock.LockHolder;
+import dev.retsu.lock.examples.app.CollectorCommand;
+import dev.retsu.lock.examples.app.ConfigException;
+import dev.retsu.lock.examples.app.Main;
+import dev.retsu.lock.examples.app.Options;
+import dev.retsu.lock.examples.app.Settings;
+import dev.retsu.lock.examples.collector.QueueStateCollector;
+import dev.retsu.lock.examples.collector.Schema;
+import dev.retsu.lock.examples.http.ManagementServer;
+import dev.retsu.lock.examples.load.QueueLoad;
 import dev.retsu.lock.testing.EmbeddedPostgresServer;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
-import java.net.HttpURLConnection;
 import java.net.InetAddress;
 import java.net.ServerSocket;
-import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.sql.Connection;
@@ -42,13 +49,14 @@ import java.util.regex.Pattern;
  * pg_terminate_backend}, as an operator evicting a leader would. Cleans up everything it started,
  * also on Ctrl-C.
  */
-final class Demo {
+public final class Demo {
 
   private static final DateTimeFormatter CLOCK = DateTimeFormatter.ofPattern("HH:mm:ss.SSS");
   private static final Duration STARTUP_TIMEOUT = Duration.ofSeconds(90);
   private static final int QUEUES = 4;
   private static final long NOT_YET = Long.MIN_VALUE;
   private static final int RATE = 20;
+  private static final Duration PROGRESS_EVERY = Duration.ofSeconds(5);
   private static final Pattern READY_SAMPLE =
       Pattern.compile("^queue_messages_ready\\{[^}]*queue=\"([^\"]+)\"[^}]*} ([0-9.eE+-]+)$");
 
@@ -65,12 +73,23 @@ final class Demo {
   private Thread loadThread;
   private String jdbcUrl;
 
-  Demo(Settings.Demo settings, PrintStream out) {
+  /**
+   * Creates the demo.
+   *
+   * @param settings its settings
+   * @param out where the timeline goes
+   */
+  public Demo(Settings.Demo settings, PrintStream out) {
     this.settings = settings;
     this.out = out;
   }
 
-  int run() {
+  /**
+   * Runs the demo and cleans up.
+   *
+   * @return the exit status: {@link Main#OK}, {@link Main#FAILED} or {@link Main#USAGE}
+   */
+  public int run() {
     // Keep the timeline readable: the demo's own PostgreSQL and pool only speak up on trouble.
     for (String quiet : List.of("io.zonky.test", "dev.retsu.lock.testing", "com.zaxxer.hikari")) {
       String property = "org.slf4j.simpleLogger.log." + quiet;
@@ -95,6 +114,7 @@ final class Demo {
       Child leader = awaitNewLeader(t0, STARTUP_TIMEOUT);
       awaitExporting(leader);
       showReplicas();
+      explainColumns();
 
       leader = stopLeaderGracefully(leader);
       if (!settings.quick() && running().size() >= 2) {
@@ -212,9 +232,33 @@ final class Demo {
             + Options.format(settings.interval()));
   }
 
-  /** Waits until a running child logs the leadership line after {@code sinceNanos}. */
+  /**
+   * Waits until a running child logs the leadership line after {@code sinceNanos}, saying every few
+   * seconds what each collector is doing, so that a slow start never looks like a hang.
+   */
   private Child awaitNewLeader(long sinceNanos, Duration timeout) throws InterruptedException {
-    if (await(timeout, () -> newLeader(sinceNanos).isPresent()) == null) {
+    long start = System.nanoTime();
+    long[] nextProgress = {start + PROGRESS_EVERY.toNanos()};
+    BooleanSupplier ready =
+        () -> {
+          if (newLeader(sinceNanos).isPresent()) {
+            return true;
+          }
+          long now = System.nanoTime();
+          if (now - nextProgress[0] >= 0) {
+            nextProgress[0] = now + PROGRESS_EVERY.toNanos();
+            StringBuilder states = new StringBuilder();
+            for (Child c : children) {
+              states.append(states.length() == 0 ? "" : ", ").append(c.name).append(' ');
+              states.append(c.process.isAlive() ? c.state() : "exited");
+            }
+            say(
+                String.format(
+                    Locale.ROOT, "no leader yet after %.0f s: %s", (now - start) / 1e9, states));
+          }
+          return false;
+        };
+    if (await(timeout, ready) == null) {
       throw new IllegalStateException("no collector became leader within " + timeout);
     }
     return newLeader(sinceNanos).orElseThrow();
@@ -250,6 +294,7 @@ final class Demo {
             + leader.name
             + " with SIGTERM (as Ctrl-C would): it closes its lease, which ends its session and"
             + " frees the lock at once");
+    String oldToken = fencingToken(leader);
     long killed = System.nanoTime();
     // SIGTERM through the handle: Process.destroy() would also close our end of its output.
     leader.process.toHandle().destroy();
@@ -259,11 +304,14 @@ final class Demo {
     say(
         String.format(
             Locale.ROOT,
-            "%s took over %.2f s after the SIGTERM (%s exited with status %s)",
+            "%s took over %.2f s after the SIGTERM (%s exited with status %s); fencing token %s"
+                + " -> %s",
             next.name,
             takeover,
             leader.name,
-            leader.process.isAlive() ? "?" : Integer.toString(leader.process.exitValue())));
+            leader.process.isAlive() ? "?" : Integer.toString(leader.process.exitValue()),
+            oldToken,
+            fencingToken(next)));
     summary.add(
         String.format(
             Locale.ROOT,
@@ -278,7 +326,7 @@ final class Demo {
   }
 
   private void terminateLeaderSession(Child leader) throws Exception {
-    Optional<LockHolder> holder = AdvisoryLock.of(pool, Collector.KEY).currentHolder();
+    Optional<LockHolder> holder = AdvisoryLock.of(pool, QueueStateCollector.KEY).currentHolder();
     if (holder.isEmpty()) {
       throw new IllegalStateException("nobody holds the collector lock");
     }
@@ -289,7 +337,8 @@ final class Demo {
             + leader.name
             + " as an operator would: SELECT pg_terminate_backend("
             + pid
-            + "); it must notice, stop exporting and exit non-zero");
+            + ") on its backend pid; it must notice, stop exporting and exit non-zero");
+    String oldToken = fencingToken(leader);
     long killed = System.nanoTime();
     try (Connection c = pool.getConnection();
         PreparedStatement ps = c.prepareStatement("SELECT pg_terminate_backend(?)")) {
@@ -302,13 +351,15 @@ final class Demo {
     say(
         String.format(
             Locale.ROOT,
-            "%s took over %.2f s after the session was terminated; %s %s",
+            "%s took over %.2f s after the session was terminated; %s %s; fencing token %s -> %s",
             next.name,
             takeover,
             leader.name,
             exited
                 ? "exited with status " + leader.process.exitValue()
-                : "is still running (unexpected)"));
+                : "is still running (unexpected)",
+            oldToken,
+            fencingToken(next)));
     summary.add(
         String.format(
             Locale.ROOT,
@@ -320,6 +371,19 @@ final class Demo {
             exited ? Integer.toString(leader.process.exitValue()) : "?"));
     awaitExporting(next);
     showReplicas();
+  }
+
+  /** Says once what the replica lines' numbers mean; they are easy to misread. */
+  private void explainColumns() {
+    out.println(
+        "      term N counts the terms of that one process: every collector's first term is 1,"
+            + " also when it takes over.");
+    out.println(
+        "      token is the term's fencing token (WAL timeline/transaction id), the cluster-wide"
+            + " order: each new leader's is greater.");
+    out.println(
+        "      pid is the PostgreSQL backend pid of the session that holds the lock (as in"
+            + " pg_stat_activity), not a collector's OS pid.");
   }
 
   /** One line per running collector: role from /leader, and what its /metrics exports. */
@@ -339,7 +403,7 @@ final class Demo {
               : "lock held by " + holderName(leaderJson);
       out.printf(
           Locale.ROOT,
-          "      %-12s :%d  %-8s %-32s %s%n",
+          "      %-12s :%d  %-8s %-44s %s%n",
           c.name,
           c.port,
           "leader".equals(role) ? "LEADER" : role,
@@ -386,10 +450,15 @@ final class Demo {
     return sb.toString();
   }
 
+  /** The fencing token a collector's /leader shows for its current term, or "?". */
+  private static String fencingToken(Child c) {
+    return field(Optional.ofNullable(get(c.port, "/leader")).orElse(""), "fencingToken");
+  }
+
   private static String holderName(String json) {
     Matcher m =
         Pattern.compile("\"holder\":\\{\"pid\":(\\d+),\"candidate\":\"([^\"]*)\"").matcher(json);
-    return m.find() ? m.group(2) + " (pid " + m.group(1) + ")" : "nobody";
+    return m.find() ? m.group(2) + " (backend pid " + m.group(1) + ")" : "nobody";
   }
 
   private static String field(String json, String name) {
@@ -421,24 +490,8 @@ final class Demo {
     return null;
   }
 
-  static String get(int port, String path) {
-    try {
-      HttpURLConnection c =
-          (HttpURLConnection)
-              URI.create("http://127.0.0.1:" + port + path).toURL().openConnection();
-      c.setConnectTimeout(2000);
-      c.setReadTimeout(5000);
-      try {
-        if (c.getResponseCode() != 200) {
-          return null;
-        }
-        return new String(c.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-      } finally {
-        c.disconnect();
-      }
-    } catch (IOException e) {
-      return null;
-    }
+  private static String get(int port, String path) {
+    return ManagementServer.fetch(port, path);
   }
 
   private static void requireFreePort(int port) {
@@ -519,7 +572,9 @@ final class Demo {
     private final List<String> lines = new ArrayList<>();
     private final ReentrantLock linesLock = new ReentrantLock();
     private final Thread reader;
+    private final long launchedAt = System.nanoTime();
     private volatile long acquiredAt = NOT_YET;
+    private volatile String state = "starting its JVM";
 
     Child(String name, int port, Process process) {
       this.name = name;
@@ -532,6 +587,11 @@ final class Demo {
 
     long acquiredAt() {
       return acquiredAt;
+    }
+
+    /** What the collector said it is doing last: starting, contending, leading. */
+    String state() {
+      return state;
     }
 
     private void pump() {
@@ -550,8 +610,20 @@ final class Demo {
           } finally {
             linesLock.unlock();
           }
-          if (line.endsWith(Collector.ACQUIRED_LINE) && acquiredAt == NOT_YET) {
+          if (line.endsWith(CollectorCommand.ACQUIRED_LINE) && acquiredAt == NOT_YET) {
             acquiredAt = now;
+          }
+          if (line.endsWith(CollectorCommand.ACQUIRED_LINE)) {
+            state = "leading";
+          } else if (line.contains(CollectorCommand.STARTED_LINE)) {
+            state = "contending for the lock";
+            say(
+                String.format(
+                    Locale.ROOT,
+                    "%-12s | up %.2f s after its launch, endpoint on :%d, contending for the lock",
+                    name,
+                    (now - launchedAt) / 1e9,
+                    port));
           }
           if (line.contains("queue state metrics collector leadership")
               || line.contains(" ERROR ")

@@ -1,4 +1,4 @@
-package dev.retsu.lock.examples;
+package dev.retsu.lock.examples.app;
 
 import java.time.Duration;
 import java.time.format.DateTimeParseException;
@@ -17,7 +17,7 @@ import java.util.regex.Pattern;
  * with double underscores, as the Retsu worker reads them) or else its default. Errors name where
  * the bad value came from, so an operator knows what to fix.
  */
-final class Options {
+public final class Options {
 
   /**
    * One setting.
@@ -270,8 +270,13 @@ final class Options {
     return Duration.ofNanos(Math.round(millis * 1_000_000));
   }
 
-  /** Renders a duration the way people write it back: 15s, 500ms, 2m. */
-  static String format(Duration d) {
+  /**
+   * Renders a duration the way people write it back: 15s, 500ms, 2m.
+   *
+   * @param d the duration
+   * @return its short form
+   */
+  public static String format(Duration d) {
     long ms = d.toMillis();
     if (ms % 3_600_000 == 0) {
       return ms / 3_600_000 + "h";

@@ -1,16 +1,21 @@
-package dev.retsu.lock.examples;
+package dev.retsu.lock.examples.http;
 
 import java.util.Map;
 
 /**
  * Just enough JSON for {@code /leader}: objects of strings, numbers, booleans, null and objects.
  */
-final class Json {
+public final class Json {
 
   private Json() {}
 
-  /** Writes a map (insertion order kept) as a JSON object. */
-  static String object(Map<String, ?> fields) {
+  /**
+   * Writes a map (insertion order kept) as a JSON object.
+   *
+   * @param fields the fields: strings, numbers, booleans, null and maps of those
+   * @return the JSON text
+   */
+  public static String object(Map<String, ?> fields) {
     StringBuilder sb = new StringBuilder("{");
     boolean first = true;
     for (Map.Entry<String, ?> e : fields.entrySet()) {

@@ -1,4 +1,4 @@
-package dev.retsu.lock.examples;
+package dev.retsu.lock.examples.collector;
 
 import dev.retsu.lock.micrometer.QueueStateSnapshot;
 import java.sql.Connection;
@@ -8,13 +8,13 @@ import java.sql.SQLException;
 import java.time.Duration;
 
 /** The collector's state query: one small read of the rollup, on the connection it is given. */
-final class QueueStateQuery {
+public final class QueueStateQuery {
 
   /**
    * The rollup, plus the oldest ready message per queue from the {@code (queue, state,
    * available_at)} index (one index probe per queue).
    */
-  static final String SQL =
+  public static final String SQL =
       """
       SELECT s.queue, s.ready, s.in_flight, s.scheduled, s.dead,
              greatest(coalesce(extract(epoch FROM clock_timestamp() - (
@@ -34,7 +34,7 @@ final class QueueStateQuery {
    * @return the snapshot, with how long the read took
    * @throws SQLException on a database error
    */
-  static QueueStateSnapshot read(Connection c) throws SQLException {
+  public static QueueStateSnapshot read(Connection c) throws SQLException {
     long start = System.nanoTime();
     QueueStateSnapshot.Builder snapshot = QueueStateSnapshot.builder();
     try (PreparedStatement ps = c.prepareStatement(SQL);

@@ -1,4 +1,4 @@
-package dev.retsu.lock.examples;
+package dev.retsu.lock.examples.app;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;

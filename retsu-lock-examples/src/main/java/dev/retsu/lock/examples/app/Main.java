@@ -1,5 +1,8 @@
-package dev.retsu.lock.examples;
+package dev.retsu.lock.examples.app;
 
+import dev.retsu.lock.examples.collector.QueueStateCollector;
+import dev.retsu.lock.examples.demo.Demo;
+import dev.retsu.lock.examples.load.LoadCommand;
 import java.io.PrintStream;
 import java.util.List;
 import java.util.Map;
@@ -17,9 +20,14 @@ import java.util.Map;
  */
 public final class Main {
 
-  static final int OK = 0;
-  static final int FAILED = 1;
-  static final int USAGE = 2;
+  /** Exit status after success, or after SIGTERM / Ctrl-C. */
+  public static final int OK = 0;
+
+  /** Exit status when the worker fails: leadership lost, database error, port in use. */
+  public static final int FAILED = 1;
+
+  /** Exit status for a bad command line or setting. */
+  public static final int USAGE = 2;
 
   private static final String OVERVIEW =
       """
@@ -47,8 +55,16 @@ public final class Main {
     System.exit(run(args, System.getenv(), System.out, System.err));
   }
 
-  /** Runs a command; returns the exit status. */
-  static int run(String[] args, Map<String, String> env, PrintStream out, PrintStream err) {
+  /**
+   * Runs a command; returns the exit status.
+   *
+   * @param args the command and its options
+   * @param env the environment to read settings from
+   * @param out where help and the demo's timeline go
+   * @param err where usage errors go
+   * @return the exit status: {@link #OK}, {@link #FAILED} or {@link #USAGE}
+   */
+  public static int run(String[] args, Map<String, String> env, PrintStream out, PrintStream err) {
     if (args.length == 0 || List.of("--help", "-h", "help").contains(args[0])) {
       (args.length == 0 ? err : out).print(OVERVIEW);
       return args.length == 0 ? USAGE : OK;
@@ -64,17 +80,17 @@ public final class Main {
                     command,
                     "Runs one queue state-metrics collector replica. Every replica contends for"
                         + " the advisory lock "
-                        + Collector.KEY
+                        + QueueStateCollector.KEY
                         + ";\nthe leader reads the queue-state rollup on the lock's own session"
                         + " every interval and\nexports queue_messages_* gauges; standbys retry"
                         + " every interval. Logs exactly\n'"
-                        + Collector.ACQUIRED_LINE
+                        + CollectorCommand.ACQUIRED_LINE
                         + "' when it becomes leader.\nExits 1 when leadership is lost or the"
                         + " database fails at start, 0 after SIGTERM/Ctrl-C.",
                     Settings.COLLECTOR));
             return OK;
           }
-          return new Collector(Settings.Collector.from(rest, env)).run();
+          return new CollectorCommand(Settings.Collector.from(rest, env)).run();
         }
         case "load" -> {
           if (Options.wantsHelp(rest)) {

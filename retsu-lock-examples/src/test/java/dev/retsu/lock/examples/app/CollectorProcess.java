@@ -1,17 +1,16 @@
-package dev.retsu.lock.examples;
+package dev.retsu.lock.examples.app;
 
+import dev.retsu.lock.examples.http.ManagementServer;
+import dev.retsu.lock.testing.ProcessOutput;
 import dev.retsu.lock.testing.TestDatabase;
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -24,16 +23,21 @@ final class CollectorProcess implements AutoCloseable {
   final String name;
   final int port;
   final Process process;
-  private final List<String> lines = new ArrayList<>();
+  private final List<String> lines = new CopyOnWriteArrayList<>();
   private final Thread reader;
 
   private CollectorProcess(String name, int port, Process process) {
     this.name = name;
     this.port = port;
     this.process = process;
-    this.reader = new Thread(this::pump, "retsu-lock-examples-test-" + name);
-    reader.setDaemon(true);
-    reader.start();
+    this.reader =
+        ProcessOutput.follow(
+            process,
+            "retsu-lock-examples-test-" + name,
+            line -> {
+              System.out.println("[" + name + "] " + line);
+              lines.add(line);
+            });
   }
 
   static CollectorProcess start(TestDatabase db, String name, String interval) {
@@ -82,37 +86,17 @@ final class CollectorProcess implements AutoCloseable {
     }
   }
 
-  private void pump() {
-    try (BufferedReader r =
-        new BufferedReader(
-            new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
-      String line;
-      while ((line = r.readLine()) != null) {
-        System.out.println("[" + name + "] " + line);
-        synchronized (lines) {
-          lines.add(line);
-        }
-      }
-    } catch (IOException e) {
-      // the process is gone
-    }
-  }
-
   /** Counts output lines that end with the given text. */
   long linesEndingWith(String text) {
-    synchronized (lines) {
-      return lines.stream().filter(l -> l.endsWith(text)).count();
-    }
+    return lines.stream().filter(l -> l.endsWith(text)).count();
   }
 
   boolean logged(String fragment) {
-    synchronized (lines) {
-      return lines.stream().anyMatch(l -> l.contains(fragment));
-    }
+    return lines.stream().anyMatch(l -> l.contains(fragment));
   }
 
   boolean isLeaderByLog() {
-    return linesEndingWith(Collector.ACQUIRED_LINE) > 0;
+    return linesEndingWith(CollectorCommand.ACQUIRED_LINE) > 0;
   }
 
   /**
@@ -132,7 +116,7 @@ final class CollectorProcess implements AutoCloseable {
   }
 
   String get(String path) {
-    return Demo.get(port, path);
+    return ManagementServer.fetch(port, path);
   }
 
   String metrics() {
@@ -141,9 +125,7 @@ final class CollectorProcess implements AutoCloseable {
   }
 
   String output() {
-    synchronized (lines) {
-      return String.join("\n", lines);
-    }
+    return String.join("\n", lines);
   }
 
   @Override
