@@ -59,10 +59,6 @@ public final class QueueStateCollector implements AutoCloseable {
       TakeoverMode takeover,
       LeaderListener log) {
     // snippet:examples/collector-wiring
-    leadership = LeaderMetrics.builder(KEY, candidateId).lockName(LOCK_NAME).build();
-    queueGauges = QueueStateMetrics.create();
-    leadership.bindTo(registry); // on every replica
-    queueGauges.bindTo(registry); // registers nothing until this replica leads
     loop =
         LeaderLoop.builder(pool, KEY)
             .candidateId(candidateId)
@@ -71,9 +67,11 @@ public final class QueueStateCollector implements AutoCloseable {
             .takeover(takeover)
             .failurePolicy(FailurePolicy.EXIT) // a failed refresh ends run(): the process exits 1
             .listener(log)
-            .listener(leadership)
-            .listener(queueGauges) // its gauges are removed before the lock is released
             .build();
+    leadership = LeaderMetrics.builder(loop).lockName(LOCK_NAME).build();
+    queueGauges = QueueStateMetrics.of(loop);
+    leadership.bindTo(registry); // on every replica; subscribes to the loop
+    queueGauges.bindTo(registry); // gauges only while leading, removed before the lock is released
     // end-snippet
   }
 
