@@ -22,7 +22,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.commons.dbcp2.BasicDataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -32,10 +31,9 @@ import org.postgresql.ds.PGSimpleDataSource;
 class AdvisoryLockIntegrationTest {
 
   private static final Duration PROMPTLY = Duration.ofSeconds(5);
-  private static final AtomicInteger KEYS = new AtomicInteger(1000);
 
   private static LockKey freshKey() {
-    return LockKey.of(KEYS.incrementAndGet());
+    return TestKeys.next();
   }
 
   @Test

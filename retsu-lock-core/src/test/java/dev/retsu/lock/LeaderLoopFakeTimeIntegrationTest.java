@@ -24,7 +24,6 @@ import org.junit.jupiter.api.extension.ExtendWith;
 class LeaderLoopFakeTimeIntegrationTest {
 
   private static final Duration WITHIN = Duration.ofSeconds(20);
-  private static final AtomicInteger KEYS = new AtomicInteger(9000);
 
   private static LeaderLoopBuilder simulated(TestDatabase db, LockKey key, FakeTime time) {
     return LeaderLoop.builder(db.dataSource(), key)
@@ -40,7 +39,7 @@ class LeaderLoopFakeTimeIntegrationTest {
     List<Long> refreshTimes = new CopyOnWriteArrayList<>();
     List<Integer> sleepsBeforeRefresh = new CopyOnWriteArrayList<>();
     LeaderLoop[] self = new LeaderLoop[1];
-    self[0] = simulated(db, LockKey.of(KEYS.incrementAndGet()), time).build();
+    self[0] = simulated(db, TestKeys.next(), time).build();
     self[0].run(
         ctx -> {
           refreshTimes.add(time.nanoTime());
@@ -64,7 +63,7 @@ class LeaderLoopFakeTimeIntegrationTest {
   @Test
   void standbyRetriesEveryRetryIntervalWithJitterAndTakesOverWhenFree(TestDatabase db)
       throws Exception {
-    LockKey key = LockKey.of(KEYS.incrementAndGet());
+    LockKey key = TestKeys.next();
     AdvisoryLockLease holder = AdvisoryLock.of(db.dataSource(), key).tryAcquire().orElseThrow();
     FakeTime time = new FakeTime();
     RecordingListener l = new RecordingListener();
@@ -88,7 +87,7 @@ class LeaderLoopFakeTimeIntegrationTest {
   void ensureLeaderSelfFencesOncePastTheDeadline(TestDatabase db) {
     FakeTime time = new FakeTime();
     RecordingListener l = new RecordingListener();
-    LockKey key = LockKey.of(KEYS.incrementAndGet());
+    LockKey key = TestKeys.next();
     LeaderLoop loop = simulated(db, key, time).listener(l).build();
     List<Boolean> before = new CopyOnWriteArrayList<>();
 
@@ -118,7 +117,7 @@ class LeaderLoopFakeTimeIntegrationTest {
   void aSuspendTheMonotonicClockDoesNotSeeStillFences(TestDatabase db) {
     FakeTime time = new FakeTime();
     RecordingListener l = new RecordingListener();
-    LeaderLoop loop = simulated(db, LockKey.of(KEYS.incrementAndGet()), time).listener(l).build();
+    LeaderLoop loop = simulated(db, TestKeys.next(), time).listener(l).build();
     List<Boolean> before = new CopyOnWriteArrayList<>();
     assertThatThrownBy(
             () ->
@@ -141,7 +140,7 @@ class LeaderLoopFakeTimeIntegrationTest {
   @Test
   void watchdogFencesAStuckTaskBeforeReleasingTheLock(TestDatabase db) throws Exception {
     FakeTime time = new FakeTime();
-    LockKey key = LockKey.of(KEYS.incrementAndGet());
+    LockKey key = TestKeys.next();
     List<Integer> locksHeldWhenTold = new CopyOnWriteArrayList<>();
     List<String> toldOn = new CopyOnWriteArrayList<>();
     LeaderListener probe =
@@ -190,7 +189,7 @@ class LeaderLoopFakeTimeIntegrationTest {
     FakeTime time = new FakeTime();
     RecordingListener l = new RecordingListener();
     LeaderLoop loop =
-        simulated(db, LockKey.of(KEYS.incrementAndGet()), time)
+        simulated(db, TestKeys.next(), time)
             .failurePolicy(FailurePolicy.STEP_DOWN)
             .retryInterval(Duration.ofSeconds(15))
             .maxBackoff(Duration.ofSeconds(60))

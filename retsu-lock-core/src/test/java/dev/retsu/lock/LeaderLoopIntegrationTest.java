@@ -28,7 +28,6 @@ import org.junit.jupiter.api.extension.ExtendWith;
 class LeaderLoopIntegrationTest {
 
   private static final Duration WITHIN = Duration.ofSeconds(20);
-  private static final AtomicInteger KEYS = new AtomicInteger(5000);
   private final List<LeaderLoop> loops = new ArrayList<>();
 
   @AfterEach
@@ -52,7 +51,7 @@ class LeaderLoopIntegrationTest {
   }
 
   private static LockKey freshKey() {
-    return LockKey.of(KEYS.incrementAndGet());
+    return TestKeys.next();
   }
 
   @Test

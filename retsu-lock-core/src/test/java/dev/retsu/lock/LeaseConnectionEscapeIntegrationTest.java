@@ -58,7 +58,6 @@ import org.postgresql.jdbc.PgConnection;
 class LeaseConnectionEscapeIntegrationTest {
 
   private static final Duration PROMPTLY = Duration.ofSeconds(5);
-  private static final AtomicInteger KEYS = new AtomicInteger(7000);
 
   /** Where the lease borrows its session from. */
   enum Source {
@@ -177,7 +176,7 @@ class LeaseConnectionEscapeIntegrationTest {
   @MethodSource("escapes")
   void nothingReachedFromTheViewReturnsOrEndsTheLockedSession(
       Source source, String object, String escape, TestDatabase db) throws Exception {
-    LockKey key = LockKey.of(KEYS.incrementAndGet());
+    LockKey key = TestKeys.next();
     try (Pool pool = Pool.open(source, db)) {
       AdvisoryLockLease lease = AdvisoryLock.of(pool.dataSource(), key).tryAcquire().orElseThrow();
       int pid = lease.backendPid();
@@ -242,7 +241,7 @@ class LeaseConnectionEscapeIntegrationTest {
   @EnumSource(Source.class)
   void objectsReachedThroughTheViewDieWithTheLease(Source source, TestDatabase db)
       throws Exception {
-    LockKey key = LockKey.of(KEYS.incrementAndGet());
+    LockKey key = TestKeys.next();
     try (Pool pool = Pool.open(source, db)) {
       AdvisoryLockLease lease = AdvisoryLock.of(pool.dataSource(), key).tryAcquire().orElseThrow();
       Connection view = lease.connection();
@@ -273,7 +272,7 @@ class LeaseConnectionEscapeIntegrationTest {
       throws Exception {
     // Calls through the view now hold the lease's I/O lock; close() must still not wait for them
     // (it sees the session busy and aborts it).
-    LockKey key = LockKey.of(KEYS.incrementAndGet());
+    LockKey key = TestKeys.next();
     ExecutorService worker = Executors.newSingleThreadExecutor();
     try (Pool pool = Pool.open(source, db)) {
       AdvisoryLockLease lease = AdvisoryLock.of(pool.dataSource(), key).tryAcquire().orElseThrow();

@@ -14,7 +14,6 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -24,7 +23,6 @@ import org.junit.jupiter.api.extension.ExtendWith;
 class MultiProcessFailoverIntegrationTest {
 
   private static final Duration WITHIN = Duration.ofSeconds(60);
-  private static final AtomicInteger KEYS = new AtomicInteger(7000);
   private final List<Candidate> candidates = new ArrayList<>();
 
   /** One candidate JVM and the lines it printed. */
@@ -81,7 +79,7 @@ class MultiProcessFailoverIntegrationTest {
 
   @Test
   void standbyTakesOverAfterKillMinus9OfTheLeaderProcess(TestDatabase db) throws Exception {
-    long key = KEYS.incrementAndGet();
+    long key = TestKeys.nextValue();
     Candidate a = launch(db, "proc-a", key);
     Candidate b = launch(db, "proc-b", key);
     await().atMost(WITHIN).until(() -> a.acquired() || b.acquired());
@@ -104,7 +102,7 @@ class MultiProcessFailoverIntegrationTest {
   @Test
   void terminatedLeaderSessionEndsTheLeaderProcessWithTheSqlState(TestDatabase db)
       throws Exception {
-    long key = KEYS.incrementAndGet();
+    long key = TestKeys.nextValue();
     Candidate a = launch(db, "proc-c", key);
     await().atMost(WITHIN).until(a::acquired);
     Candidate b = launch(db, "proc-d", key);
@@ -120,7 +118,7 @@ class MultiProcessFailoverIntegrationTest {
 
   @Test
   void sigtermClosesTheLoopAndReleasesTheLockForTheStandby(TestDatabase db) throws Exception {
-    long key = KEYS.incrementAndGet();
+    long key = TestKeys.nextValue();
     Candidate a = launch(db, "proc-e", key);
     await().atMost(WITHIN).until(a::acquired);
     Candidate b = launch(db, "proc-f", key);

@@ -14,7 +14,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -26,7 +25,6 @@ import org.postgresql.ds.PGSimpleDataSource;
 class WaitTakeoverIntegrationTest {
 
   private static final Duration WITHIN = Duration.ofSeconds(60);
-  private static final AtomicInteger KEYS = new AtomicInteger(11000);
   private final List<AutoCloseable> closeables = new ArrayList<>();
 
   @AfterEach
@@ -52,7 +50,7 @@ class WaitTakeoverIntegrationTest {
   @Test
   void waitingStandbyHoldsOneSessionAndTakesOverWhenTheLeaderCloses(TestDatabase db)
       throws Exception {
-    LockKey key = LockKey.of(KEYS.incrementAndGet());
+    LockKey key = TestKeys.next();
     LeaderLoop a = track(candidate(db.dataSource(), key, "wait-a").build());
     a.start(ctx -> {});
     await().atMost(WITHIN).until(a::isLeader);
@@ -81,7 +79,7 @@ class WaitTakeoverIntegrationTest {
 
   @Test
   void closeAbortsAWaitThatWouldBlockForAnHour(TestDatabase db) throws Exception {
-    LockKey key = LockKey.of(KEYS.incrementAndGet());
+    LockKey key = TestKeys.next();
     AdvisoryLockLease held =
         track(AdvisoryLock.of(db.dataSource(), key).tryAcquire().orElseThrow());
     LeaderLoop b =
@@ -116,7 +114,7 @@ class WaitTakeoverIntegrationTest {
    */
   @Test
   void severalWaitersReArmAndExactlyOneTakesOver(TestDatabase db) throws Exception {
-    LockKey key = LockKey.of(KEYS.incrementAndGet());
+    LockKey key = TestKeys.next();
     AdvisoryLockLease held = AdvisoryLock.of(db.dataSource(), key).tryAcquire().orElseThrow();
     List<RecordingListener> listeners = new ArrayList<>();
     List<LeaderLoop> waiters = new ArrayList<>();
@@ -171,7 +169,7 @@ class WaitTakeoverIntegrationTest {
   @Test
   void blackholedWaiterThatIsGrantedTheLockLosesItAndAnotherCandidateTakesOver(TestDatabase db)
       throws Exception {
-    LockKey key = LockKey.of(KEYS.incrementAndGet());
+    LockKey key = TestKeys.next();
     FaultProxy proxy = track(FaultProxy.inFrontOf(db.jdbcUrl()));
     LeaderLoop leader = track(candidate(db.dataSource(), key, "orph-leader").build());
     leader.start(ctx -> {});

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.retsu.lock.TakeoverMode;
+import dev.retsu.lock.TestKeys;
 import dev.retsu.lock.faults.FaultCandidate.Action;
 import dev.retsu.lock.faults.FaultCandidate.Phase;
 import dev.retsu.lock.testing.PostgresExtension;
@@ -24,7 +25,6 @@ import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
@@ -56,7 +56,6 @@ import org.junit.jupiter.params.provider.MethodSource;
 class FaultInjectionIntegrationTest {
 
   private static final Duration WITHIN = Duration.ofSeconds(60);
-  private static final AtomicInteger KEYS = new AtomicInteger(20000);
   private static final int ROUNDS = Integer.getInteger("retsu.faults.rounds", 1);
   private static final int RANDOM_ROUNDS = Integer.getInteger("retsu.faults.randomRounds", 4);
   private static final long SEED = Long.getLong("retsu.faults.seed", 20261130L);
@@ -336,7 +335,7 @@ class FaultInjectionIntegrationTest {
       throws Exception {
     long seed = seedFor(scenario);
     Random random = new Random(seed);
-    long key = KEYS.incrementAndGet();
+    long key = TestKeys.nextValue();
     List<TermChecker.Injection> injections = new ArrayList<>();
     Fleet.TaskProfile task =
         Fleet.TaskProfile.of(random.nextLong(), "PLAIN").withRefreshTimeout(refreshTimeout);
@@ -405,7 +404,7 @@ class FaultInjectionIntegrationTest {
     String scenario = name + "." + mode.name().toLowerCase(Locale.ROOT);
     long seed = seedFor(scenario);
     Random random = new Random(seed);
-    long key = KEYS.incrementAndGet();
+    long key = TestKeys.nextValue();
     Set<String> killed = new HashSet<>();
     List<TermChecker.Injection> injections = new ArrayList<>();
     try (Fleet fleet =
