@@ -12,6 +12,7 @@ import java.time.Instant;
 import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.ReentrantLock;
 import org.postgresql.PGNotification;
@@ -310,12 +311,19 @@ public final class AdvisoryLockLease implements AutoCloseable {
   }
 
   /**
-   * What the socket shows, without a round trip; null when another call is in progress on the
-   * session right now (that call reads the socket itself, and a session-lost failure of it ends the
-   * term through the watcher), so a check never waits behind a slow round trip.
+   * What the socket shows, without a round trip. A call in progress on the session is waited for
+   * (its answer is evidence too: a session-lost failure of it ends the term through the watcher),
+   * but at most {@code maxWaitNanos}.
+   *
+   * @return the evidence, or null if the session stayed busy for {@code maxWaitNanos}
    */
-  PgSession.Evidence probeIfIdle() {
-    if (!io.tryLock()) {
+  PgSession.Evidence probe(long maxWaitNanos) {
+    try {
+      if (!io.tryLock(Math.max(0, maxWaitNanos), TimeUnit.NANOSECONDS)) {
+        return null;
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
       return null;
     }
     try {

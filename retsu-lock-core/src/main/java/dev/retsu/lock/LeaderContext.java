@@ -59,11 +59,11 @@ public interface LeaderContext {
    * passed, when any statement on the lease's session (through any JDBC object reachable from it)
    * failed with a session-lost SQLState, and when the server has already told the client that the
    * session ended: a FATAL, EOF or reset already on the session's socket (read with pgjdbc, waiting
-   * at most about a millisecond; when another call is using the session at that moment, that call
-   * is the one reading the socket, and its failure ends the term, so the check does not wait behind
-   * it). After SQL that may have released the lock on the session itself (an unlock function or
-   * {@code DISCARD}), or on a driver whose socket cannot be read, it does what {@link
-   * #proveLeader()} does instead.
+   * at most about a millisecond when nothing is pending). When another call is using the session at
+   * that moment (the loop's heartbeat, or a statement on another thread), the check waits for it to
+   * finish, because its answer is evidence too, but never past the self-fencing deadline. After SQL
+   * that may have released the lock on the session itself (an unlock function or {@code DISCARD}),
+   * or on a driver whose socket cannot be read, it does what {@link #proveLeader()} does instead.
    *
    * <p>What it cannot see: an effect already in flight after the check passed, and a server-side
    * end whose evidence has not reached the client yet. The fencing token covers both.

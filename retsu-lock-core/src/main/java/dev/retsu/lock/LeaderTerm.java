@@ -87,10 +87,13 @@ final class LeaderTerm implements LeaderContext, AdvisoryLockLease.Watcher {
       proveLeader();
       return;
     }
-    PgSession.Evidence evidence = lease.probeIfIdle();
+    // A call in progress on the session (the watchdog's heartbeat, or the task's own statement on
+    // another thread) may be reading a FATAL right now: wait for it, but never past the deadline.
+    PgSession.Evidence evidence = lease.probe(fence.nanosLeft());
     if (evidence == null) {
-      checkLocally(); // a call in flight on the session is reading it right now
-      return;
+      // The session stayed busy until the deadline: no evidence can be had in time.
+      fence(LossReason.SELF_FENCED, fence.timeout(settings.bounds()));
+      throw lost();
     }
     if (evidence == PgSession.Evidence.ENDED) {
       end(
