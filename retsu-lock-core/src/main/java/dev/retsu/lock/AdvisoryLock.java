@@ -311,14 +311,19 @@ public final class AdvisoryLock {
     return index + 2;
   }
 
-  /** The settings the server applied; warns about those it does not know. */
+  /**
+   * The settings the server applied, without {@code application_name} (always set); logs those it
+   * does not know.
+   */
   List<String> applied(Array names) throws SQLException {
     List<String> applied = new ArrayList<>();
     if (names != null) {
       Collections.addAll(applied, (String[]) names.getArray());
     }
-    if (applied.size() < sessionSettings.size()) {
+    applied.remove("application_name");
+    if (applied.size() < sessionSettings.size() - 1) {
       List<String> missing = new ArrayList<>(sessionSettings.keySet());
+      missing.remove("application_name");
       missing.removeAll(applied);
       LOG.debug("{} The server does not know the session settings {}; skipped", context, missing);
     }
