@@ -107,10 +107,6 @@ final class LockWaiter implements AutoCloseable {
     return setting.replace("'", "''");
   }
 
-  int backendPid() {
-    return pid;
-  }
-
   /**
    * Waits up to {@code waitTimeout} for the lock.
    *
