@@ -407,25 +407,18 @@ public final class LeaderLoop implements AutoCloseable {
     FencingToken token;
     try {
       token = lease.fencingToken();
-    } catch (java.sql.SQLException | AdvisoryLockException e) {
+    } catch (java.sql.SQLException e) {
       lease.close();
-      AdvisoryLockException failed =
-          e instanceof AdvisoryLockException
-              ? (AdvisoryLockException) e
-              : new AdvisoryLockException(
-                  "Taking the fencing token failed (SQLState "
-                      + ((java.sql.SQLException) e).getSQLState()
-                      + "); lock released",
-                  key(),
-                  candidateId(),
-                  e);
-      listeners.attempt(AttemptResult.ERROR, since(attemptStart), failed);
-      if ((settings.failurePolicy() == FailurePolicy.EXIT || fatal(failed)) && !closing.get()) {
-        throw failed;
-      }
-      LOG.warn("{} Could not start a term: {}", context, failed.getMessage());
-      pause(settings.retryInterval());
-      return null;
+      return notStarted(
+          attemptStart,
+          new AdvisoryLockException(
+              "Taking the fencing token failed (SQLState " + e.getSQLState() + "); lock released",
+              key(),
+              candidateId(),
+              e));
+    } catch (AdvisoryLockException e) {
+      lease.close();
+      return notStarted(attemptStart, e);
     }
     Term t = new Term(++termCounter, key(), candidateId(), time.now(), token, lease.backendPid());
     LeaderTerm term =
@@ -447,6 +440,17 @@ public final class LeaderLoop implements AutoCloseable {
         lease.database());
     listeners.acquired(term);
     return term;
+  }
+
+  /** A term that could not start (its token failed): the lock is released already; null. */
+  private LeaderTerm notStarted(long attemptStart, AdvisoryLockException failed) {
+    listeners.attempt(AttemptResult.ERROR, since(attemptStart), failed);
+    if ((settings.failurePolicy() == FailurePolicy.EXIT || fatal(failed)) && !closing.get()) {
+      throw failed;
+    }
+    LOG.warn("{} Could not start a term: {}", context, failed.getMessage());
+    pause(settings.retryInterval());
+    return null;
   }
 
   private Duration since(long startNanos) {

@@ -36,7 +36,8 @@ final class LockWaiter implements AutoCloseable {
   private final String database;
   private final List<String> applied;
   private final Duration waitTimeout;
-  private final String restoreTimeouts;
+  private final String originalLockTimeout;
+  private final String originalStatementTimeout;
   private final ReentrantLock io = new ReentrantLock();
   private final AtomicBoolean open = new AtomicBoolean(true);
 
@@ -47,14 +48,16 @@ final class LockWaiter implements AutoCloseable {
       String database,
       List<String> applied,
       Duration waitTimeout,
-      String restoreTimeouts) {
+      String originalLockTimeout,
+      String originalStatementTimeout) {
     this.lock = lock;
     this.conn = conn;
     this.pid = pid;
     this.database = database;
     this.applied = applied;
     this.waitTimeout = waitTimeout;
-    this.restoreTimeouts = restoreTimeouts;
+    this.originalLockTimeout = originalLockTimeout;
+    this.originalStatementTimeout = originalStatementTimeout;
   }
 
   /** Opens the waiting session, refusing a hot standby. */
@@ -66,7 +69,8 @@ final class LockWaiter implements AutoCloseable {
       int pid;
       String database;
       List<String> applied;
-      String restore;
+      String lockTimeout;
+      String statementTimeout;
       try (PreparedStatement ps =
           conn.prepareStatement(
               "SELECT w.*, pg_catalog.current_setting('lock_timeout'),"
@@ -83,15 +87,13 @@ final class LockWaiter implements AutoCloseable {
           lock.refuseUnsafe(pid, rs.getBoolean(2), false);
           applied = lock.applied(rs.getArray(3));
           database = rs.getString(4);
-          restore =
-              "SELECT pg_catalog.set_config('lock_timeout', '"
-                  + quote(rs.getString(5))
-                  + "', false), pg_catalog.set_config('statement_timeout', '"
-                  + quote(rs.getString(6))
-                  + "', false)";
+          lockTimeout = rs.getString(5);
+          statementTimeout = rs.getString(6);
         }
       }
-      LockWaiter w = new LockWaiter(lock, conn, pid, database, applied, waitTimeout, restore);
+      LockWaiter w =
+          new LockWaiter(
+              lock, conn, pid, database, applied, waitTimeout, lockTimeout, statementTimeout);
       ok = true;
       return w;
     } catch (SQLException e) {
@@ -101,10 +103,6 @@ final class LockWaiter implements AutoCloseable {
         SessionTerminator.endSession(lock.dataSource(), conn, true, lock.context());
       }
     }
-  }
-
-  private static String quote(String setting) {
-    return setting.replace("'", "''");
   }
 
   /**
@@ -171,7 +169,12 @@ final class LockWaiter implements AutoCloseable {
             lock.candidateId(),
             new InterruptedException());
       }
-      try (PreparedStatement ps = conn.prepareStatement(restoreTimeouts)) {
+      try (PreparedStatement ps =
+          conn.prepareStatement(
+              "SELECT pg_catalog.set_config('lock_timeout', ?, false),"
+                  + " pg_catalog.set_config('statement_timeout', ?, false)")) {
+        ps.setString(1, originalLockTimeout);
+        ps.setString(2, originalStatementTimeout);
         ps.execute();
         conn.setNetworkTimeout(AdvisoryLock.DIRECT, 0);
       } catch (SQLException e) {

@@ -249,6 +249,61 @@ class ActingLeaderIntegrationTest {
         .isPositive();
   }
 
+  @Test
+  void aRefreshThatIgnoresTheInterruptIsReleasedAnywayAfterCloseTimeout(TestDatabase db)
+      throws Exception {
+    LockKey key = TestKeys.next();
+    CountDownLatch inTask = new CountDownLatch(1);
+    java.util.concurrent.atomic.AtomicBoolean letGo =
+        new java.util.concurrent.atomic.AtomicBoolean();
+    java.util.concurrent.atomic.AtomicBoolean stillRunning =
+        new java.util.concurrent.atomic.AtomicBoolean();
+    AtomicReference<Throwable> checkAfterRelease = new AtomicReference<>();
+    LeaderLoop a =
+        track(
+            fast(db, key, "a")
+                .refreshInterval(Duration.ofMinutes(1))
+                .refreshTimeout(Duration.ofMinutes(1))
+                .closeTimeout(Duration.ofMillis(500))
+                // No idle_session_timeout: only the library itself can free this lock while the
+                // process lives, so the release seen below is close()'s doing.
+                .serverIdleSessionTimeout(Duration.ZERO)
+                .build());
+    a.start(
+        ctx -> {
+          stillRunning.set(true);
+          inTask.countDown();
+          while (!letGo.get()) {
+            LockSupport.parkNanos(1_000_000L); // ignores interrupts
+          }
+          try {
+            ctx.ensureLeader();
+          } catch (LeadershipLostException e) {
+            checkAfterRelease.set(e);
+          }
+          stillRunning.set(false);
+        });
+    assertThat(inTask.await(20, TimeUnit.SECONDS)).isTrue();
+    a.close(); // returns after closeTimeout although the refresh still runs
+    // The lock was released anyway: another session takes it while the refresh still runs.
+    await()
+        .atMost(WITHIN)
+        .until(
+            () ->
+                AdvisoryLock.of(db.dataSource(), key)
+                    .tryAcquire()
+                    .map(
+                        l -> {
+                          l.close();
+                          return true;
+                        })
+                    .orElse(false));
+    assertThat(stillRunning).isTrue();
+    // And the refresh that kept running cannot pass the check any more.
+    letGo.set(true);
+    await().atMost(WITHIN).until(() -> checkAfterRelease.get() != null);
+  }
+
   private static int waitingFor(TestDatabase db, LockKey key) throws SQLException {
     return db.queryInts(
             "SELECT count(*)::int FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND "
@@ -337,8 +392,10 @@ class ActingLeaderIntegrationTest {
                   .build());
       CompletableFuture<Void> run = b.start(ctx -> {});
       await().atMost(WITHIN).until(() -> waitingFor(db, key) == 1);
-      // Longer than the role's statement_timeout: the wait must still be in place.
-      await().pollDelay(Duration.ofMillis(700)).atMost(WITHIN).until(() -> true);
+      // A re-arm comes only after a whole 1 s wait, five times the role's statement_timeout: the
+      // wait was not cancelled, and it was re-armed rather than failed.
+      await().atMost(WITHIN).until(() -> !events.of("attempt").isEmpty());
+      assertThat(events.of("attempt").get(0).detail()).isEqualTo(AttemptResult.HELD_ELSEWHERE);
       assertThat(run).isNotDone();
       assertThat(events.of("attempt")).noneMatch(e -> e.detail() == AttemptResult.ERROR);
       holder.close();
