@@ -23,6 +23,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.UUID;
 import java.util.concurrent.Executor;
 import java.util.regex.Pattern;
 import javax.sql.DataSource;
@@ -201,10 +202,14 @@ public final class AdvisoryLock {
       int previousTimeout = conn.getNetworkTimeout();
       boolean autoCommit = prepare(conn);
       Attempt a;
+      String marker = newMarker();
       try (PreparedStatement ps = conn.prepareStatement(SessionSql.tryLock(key))) {
         int next = bindSettings(conn, ps, 1);
+        ps.setString(next++, marker);
         next = key.bindArguments(ps, next);
-        key.bindLocks(ps, next);
+        next = key.bindLocks(ps, next);
+        next = key.bindArguments(ps, next);
+        key.bindArguments(ps, next);
         try (ResultSet rs = ps.executeQuery()) {
           rs.next();
           a =
@@ -238,7 +243,7 @@ public final class AdvisoryLock {
             new InterruptedException());
       }
       AdvisoryLockLease lease =
-          new AdvisoryLockLease(this, conn, a.pid, Instant.now(), applied, a.database);
+          new AdvisoryLockLease(this, conn, a.pid, Instant.now(), applied, a.database, marker);
       settled = true;
       LOG.debug("{} Lock acquired on backend pid {} in database {}", context, a.pid, a.database);
       return Optional.of(lease);
@@ -250,6 +255,11 @@ public final class AdvisoryLock {
         SessionTerminator.endSession(dataSource, conn, true, context);
       }
     }
+  }
+
+  /** A fresh session marker (see {@link SessionSql#MARKER}); unique per session we lock on. */
+  static String newMarker() {
+    return UUID.randomUUID().toString();
   }
 
   private record Attempt(
@@ -302,6 +312,29 @@ public final class AdvisoryLock {
       }
     }
     return autoCommit;
+  }
+
+  /**
+   * Gives the client's socket the same keepalives the server side gets, when they are configured
+   * (see {@link ServerBounds}), so a client blocked in a long wait notices a dead server or a
+   * healed partition as fast as the server notices a dead client.
+   *
+   * @return true if they are on
+   */
+  boolean clientKeepalives(Connection conn) {
+    String idle = sessionSettings.get("tcp_keepalives_idle");
+    String interval = sessionSettings.get("tcp_keepalives_interval");
+    String count = sessionSettings.get("tcp_keepalives_count");
+    if (idle == null || interval == null || count == null) {
+      return false;
+    }
+    try {
+      return PgSession.clientKeepalives(
+          conn, Integer.parseInt(idle), Integer.parseInt(interval), Integer.parseInt(count));
+    } catch (NumberFormatException e) {
+      LOG.debug("{} Keepalive settings are not whole seconds; client keepalives stay off", context);
+      return false;
+    }
   }
 
   /** Binds the session settings as two text arrays; returns the next free index. */

@@ -63,10 +63,20 @@ public final class AdvisoryLockLease implements AutoCloseable {
   private final Instant acquiredAt;
   private final List<String> sessionSettings;
   private final String database;
+  private final String marker;
   private final ReentrantLock io = new ReentrantLock();
   private final AtomicBoolean open = new AtomicBoolean(true);
   private volatile Watcher watcher = Watcher.NONE;
   private volatile boolean droppedNotifications;
+
+  /**
+   * Whether anything but the library has used the session since the last full proof. At acquisition
+   * the locking statement itself proved the lock and set the marker.
+   */
+  private boolean touched;
+
+  /** How many proofs read pg_locks (guarded by io; read by tests). */
+  private long fullProofs;
 
   AdvisoryLockLease(
       AdvisoryLock lock,
@@ -74,13 +84,15 @@ public final class AdvisoryLockLease implements AutoCloseable {
       int backendPid,
       Instant acquiredAt,
       List<String> sessionSettings,
-      String database) {
+      String database,
+      String marker) {
     this.lock = lock;
     this.session = session;
     this.backendPid = backendPid;
     this.acquiredAt = acquiredAt;
     this.sessionSettings = sessionSettings;
     this.database = database;
+    this.marker = marker;
     this.view = SessionGuard.guard(session, new Hooks(), lock.context());
   }
 
@@ -93,6 +105,7 @@ public final class AdvisoryLockLease implements AutoCloseable {
         io.unlock();
         throw closedException();
       }
+      touched = true; // user code may have unlocked: the next proof reads pg_locks
     }
 
     @Override
@@ -225,7 +238,12 @@ public final class AdvisoryLockLease implements AutoCloseable {
 
   /**
    * Proves, in one round trip bounded by the lock's round-trip timeout, that this session is alive,
-   * is the backend recorded at acquisition, and holds the lock.
+   * is the backend recorded at acquisition, and holds the lock. Its cost does not grow with the
+   * server's lock table while only the library has used the session since the last proof: a session
+   * lock ends only with its session or by an unlock that session runs, so the same backend with the
+   * marker set at acquisition intact is proof enough. After any call through {@link #connection()}
+   * it reads {@code pg_locks} once. It also fails when {@code RESET ALL} or {@code DISCARD} cleared
+   * the settings the lease set (the server would no longer bound a paused leader).
    *
    * @throws LeadershipLostException if not: {@link LossReason#SESSION_LOST} (the SQLException is
    *     the cause), {@link LossReason#LOCK_NOT_HELD}, {@link LossReason#POOLER_DETECTED}, or {@link
@@ -245,17 +263,22 @@ public final class AdvisoryLockLease implements AutoCloseable {
         throw new LeadershipLostException(
             LossReason.CLOSED, "The lease is closed", lock.key(), lock.candidateId(), null);
       }
+      boolean full = touched;
       int pid;
       boolean held;
+      boolean markerIntact;
       try {
         int previous = session.getNetworkTimeout();
         session.setNetworkTimeout(AdvisoryLock.DIRECT, Math.max(1, timeoutMillis));
-        try (PreparedStatement ps = session.prepareStatement(SessionSql.ownership(lock.key()))) {
-          lock.key().bindLocks(ps, 1);
+        String sql = full ? SessionSql.ownership(lock.key()) : SessionSql.sameSession();
+        try (PreparedStatement ps = session.prepareStatement(sql)) {
+          int next = full ? lock.key().bindLocks(ps, 1) : 1;
+          ps.setString(next, marker);
           try (ResultSet rs = ps.executeQuery()) {
             rs.next();
             pid = rs.getInt(1);
-            held = rs.getBoolean(2);
+            held = !full || rs.getBoolean(2);
+            markerIntact = rs.getBoolean(full ? 3 : 2);
           }
         }
         session.setNetworkTimeout(AdvisoryLock.DIRECT, previous);
@@ -290,6 +313,32 @@ public final class AdvisoryLockLease implements AutoCloseable {
             lock.candidateId(),
             null);
       }
+      if (!markerIntact) {
+        // RESET ALL or DISCARD ran on the session: the server bounds the lease set are gone too.
+        throw new LeadershipLostException(
+            LossReason.LOCK_NOT_HELD,
+            "Backend "
+                + pid
+                + " lost the session settings the lease set (RESET ALL or DISCARD ran on it), so"
+                + " the server no longer bounds a paused leader; ending the term",
+            lock.key(),
+            lock.candidateId(),
+            null);
+      }
+      touched = false;
+      if (full) {
+        fullProofs++;
+      }
+    } finally {
+      io.unlock();
+    }
+  }
+
+  /** How many ownership proofs have read {@code pg_locks} so far. */
+  long fullProofs() {
+    io.lock();
+    try {
+      return fullProofs;
     } finally {
       io.unlock();
     }

@@ -80,8 +80,13 @@ public final class LeaderLoop implements AutoCloseable {
   /** Default {@code tcp_keepalives_count} on the leader's session: 3. */
   public static final int DEFAULT_KEEPALIVE_COUNT = 3;
 
-  /** Default {@code idle_session_timeout} on the leader's session: 20 seconds. */
-  public static final Duration DEFAULT_IDLE_SESSION_TIMEOUT = Duration.ofSeconds(20);
+  /**
+   * Default {@code idle_session_timeout} on the leader's session: 11 seconds, the keepalive bound,
+   * so a paused leader (SIGSTOP, a long GC, a frozen VM, whose kernel still answers keepalives) is
+   * released as soon as a vanished one. Heartbeats keep a healthy leader's session busier than
+   * that.
+   */
+  public static final Duration DEFAULT_IDLE_SESSION_TIMEOUT = Duration.ofSeconds(11);
 
   /** The least gap between the self-fencing deadline and the server-side bound: 1 second. */
   public static final Duration MIN_FENCING_MARGIN = ServerBounds.MIN_FENCING_MARGIN;
@@ -92,8 +97,13 @@ public final class LeaderLoop implements AutoCloseable {
   /** Default takeover mode: {@link TakeoverMode#POLL}. */
   public static final TakeoverMode DEFAULT_TAKEOVER = TakeoverMode.POLL;
 
-  /** Default longest single wait in {@link TakeoverMode#WAIT} before it is re-armed: 5 seconds. */
-  public static final Duration DEFAULT_WAIT_TIMEOUT = Duration.ofSeconds(5);
+  /**
+   * Default longest single wait in {@link TakeoverMode#WAIT} before it is re-armed: 5 minutes. Each
+   * re-arm leaves one {@code lock_timeout} ERROR line in the server log and each wait runs one
+   * deadlock check, so re-arms are rare; the waiting client's own keepalives, not the re-arm,
+   * notice a dead server.
+   */
+  public static final Duration DEFAULT_WAIT_TIMEOUT = Duration.ofMinutes(5);
 
   /** Default time {@link #close()} waits for a running refresh to stop: 10 seconds. */
   public static final Duration DEFAULT_CLOSE_TIMEOUT = Duration.ofSeconds(10);

@@ -154,7 +154,8 @@ public final class LeaderLoopBuilder {
   /**
    * Sets {@code idle_session_timeout} (and {@code idle_in_transaction_session_timeout}) on the
    * leader's session: the server ends a leader that is alive but paused after this long. Defaults
-   * to 20 seconds; zero turns it off.
+   * to 11 seconds (the default keepalive bound); zero turns it off. The leader's heartbeats, every
+   * {@code heartbeatInterval}, keep a healthy session from ever idling this long.
    *
    * @param timeout zero or at least 1 second
    * @return this builder
@@ -213,7 +214,10 @@ public final class LeaderLoopBuilder {
 
   /**
    * Sets the longest single wait of a {@link TakeoverMode#WAIT} standby before it is re-armed.
-   * Defaults to 5 seconds.
+   * Defaults to 5 minutes. Every re-arm leaves one {@code lock_timeout} ERROR line in the server
+   * log and every wait runs PostgreSQL's deadlock check once (after {@code deadlock_timeout}), so
+   * short waits cost the server; the waiting client's socket keepalives, not this timeout, notice a
+   * dead server.
    *
    * @param timeout at least 10 ms
    * @return this builder

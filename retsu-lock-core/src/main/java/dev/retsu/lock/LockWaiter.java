@@ -17,14 +17,17 @@ import org.slf4j.LoggerFactory;
 /**
  * The standing session of a {@link TakeoverMode#WAIT} standby: it blocks in {@code
  * pg_advisory_lock} under {@code lock_timeout}, so PostgreSQL grants the lock the moment the
- * holder's session ends. Each wait is one statement that first checks, like {@code tryAcquire},
- * that the server is a primary and that this backend does not already hold the key (a
- * transaction-mode pooler shares backends; a plain re-entrant lock there would make two leaders).
- * The session carries the leader's server bounds from the start, has its own {@code
- * statement_timeout} (a role's shorter one cannot cancel the wait), is never returned to a pool,
- * and {@link #close()} aborts a wait in progress. Re-arming after {@code lock_timeout} puts the
- * waiter at the back of PostgreSQL's wait queue. Thread-safe: {@link #await()} from one thread,
- * {@link #close()} from any.
+ * holder's session ends. Waits are long (minutes by default) because each re-arm costs the server
+ * an ERROR line in its log and each wait one deadlock check; the client's socket carries the same
+ * keepalives as the server's side, so a blocked client still notices a dead server within the
+ * keepalive bound. Each wait is one statement that first checks, like {@code tryAcquire}, that the
+ * server is a primary and that this backend does not already hold the key (a transaction-mode
+ * pooler shares backends; a plain re-entrant lock there would make two leaders). The session
+ * carries the leader's server bounds from the start, has its own {@code statement_timeout} (a
+ * role's shorter one cannot cancel the wait), is never returned to a pool, and {@link #close()}
+ * aborts a wait in progress. Re-arming after {@code lock_timeout} puts the waiter at the back of
+ * PostgreSQL's wait queue. Thread-safe: {@link #await()} from one thread, {@link #close()} from
+ * any.
  */
 final class LockWaiter implements AutoCloseable {
 
@@ -35,6 +38,7 @@ final class LockWaiter implements AutoCloseable {
   private final int pid;
   private final String database;
   private final List<String> applied;
+  private final String marker;
   private final Duration waitTimeout;
   private final String originalLockTimeout;
   private final String originalStatementTimeout;
@@ -47,6 +51,7 @@ final class LockWaiter implements AutoCloseable {
       int pid,
       String database,
       List<String> applied,
+      String marker,
       Duration waitTimeout,
       String originalLockTimeout,
       String originalStatementTimeout) {
@@ -55,6 +60,7 @@ final class LockWaiter implements AutoCloseable {
     this.pid = pid;
     this.database = database;
     this.applied = applied;
+    this.marker = marker;
     this.waitTimeout = waitTimeout;
     this.originalLockTimeout = originalLockTimeout;
     this.originalStatementTimeout = originalStatementTimeout;
@@ -63,6 +69,7 @@ final class LockWaiter implements AutoCloseable {
   /** Opens the waiting session, refusing a hot standby. */
   static LockWaiter open(AdvisoryLock lock, Duration waitTimeout) {
     Connection conn = lock.borrow();
+    String marker = AdvisoryLock.newMarker();
     boolean ok = false;
     try {
       lock.prepare(conn);
@@ -80,20 +87,33 @@ final class LockWaiter implements AutoCloseable {
                   + SessionSql.prepareWaiter()
                   + ") w")) {
         ps.setString(1, waitTimeout.toMillis() + "ms");
-        lock.bindSettings(conn, ps, 2);
+        ps.setString(lock.bindSettings(conn, ps, 2), marker);
         try (ResultSet rs = ps.executeQuery()) {
           rs.next();
           pid = rs.getInt(1);
           lock.refuseUnsafe(pid, rs.getBoolean(2), false);
           applied = lock.applied(rs.getArray(3));
           database = rs.getString(4);
-          lockTimeout = rs.getString(5);
-          statementTimeout = rs.getString(6);
+          lockTimeout = rs.getString(6);
+          statementTimeout = rs.getString(7);
         }
+      }
+      if (!lock.clientKeepalives(conn)) {
+        LOG.debug(
+            "{} Client keepalives unavailable; a dead server is noticed after waitTimeout",
+            lock.context());
       }
       LockWaiter w =
           new LockWaiter(
-              lock, conn, pid, database, applied, waitTimeout, lockTimeout, statementTimeout);
+              lock,
+              conn,
+              pid,
+              database,
+              applied,
+              marker,
+              waitTimeout,
+              lockTimeout,
+              statementTimeout);
       ok = true;
       return w;
     } catch (SQLException e) {
@@ -182,10 +202,16 @@ final class LockWaiter implements AutoCloseable {
         throw lock.failed("Granted, but the session failed right after", e);
       }
       LOG.debug("{} Lock granted to waiting backend pid {}", lock.context(), pid);
-      return Optional.of(new AdvisoryLockLease(lock, conn, pid, Instant.now(), applied, database));
+      return Optional.of(
+          new AdvisoryLockLease(lock, conn, pid, Instant.now(), applied, database, marker));
     } finally {
       io.unlock();
     }
+  }
+
+  /** The waiting session's connection (tests read its socket options). */
+  Connection connection() {
+    return conn;
   }
 
   /**

@@ -39,19 +39,37 @@ final class SessionSql {
         + " END";
   }
 
+  /** The session marker: a custom setting that RESET ALL and DISCARD ALL clear. */
+  static final String MARKER = "retsu.lock_session";
+
   /**
    * One attempt: pid, in_recovery, already_held, locked, settings applied (null unless locked),
-   * database. Binds: settings names, values; key arguments; key locks.
+   * database, marker set (null unless locked). A shared-mode try comes first: when another session
+   * holds the key (the common answer of a standby) the attempt costs O(1) and never reads {@code
+   * pg_locks}; only when the key looks free does it check that this backend does not already hold
+   * it. (Our own locks never conflict with us, so a key this backend holds still looks free there,
+   * and the exact check still runs.) Binds: settings names, values; the marker; key arguments; key
+   * locks; key arguments twice.
    */
   static String tryLock(LockKey key) {
     return "SELECT s.pid, s.in_recovery, s.already, s.locked, "
         + applySettingsWhen("s.locked")
-        + ", pg_catalog.current_database() FROM (SELECT t.pid, t.in_recovery, t.already,"
-        + " CASE WHEN t.in_recovery OR t.already THEN false ELSE pg_catalog.pg_try_advisory_lock("
+        + ", pg_catalog.current_database(), CASE WHEN s.locked THEN pg_catalog.set_config('"
+        + MARKER
+        + "', ?::text, false) END FROM (SELECT t.pid, t.in_recovery, t.already, CASE WHEN"
+        + " t.in_recovery OR t.already OR NOT t.free THEN false ELSE"
+        + " pg_catalog.pg_try_advisory_lock("
         + key.sqlArguments()
-        + ") END AS locked FROM ("
-        + backendFacts(key)
-        + ") t OFFSET 0) s";
+        + ") END AS locked FROM (SELECT f.pid, f.in_recovery, f.free, CASE WHEN f.free THEN "
+        + heldByThisBackend(key)
+        + " ELSE false END AS already FROM (SELECT pg_catalog.pg_backend_pid() AS pid,"
+        + " pg_catalog.pg_is_in_recovery() AS in_recovery, CASE WHEN"
+        + " pg_catalog.pg_is_in_recovery() THEN false ELSE"
+        + " pg_catalog.pg_try_advisory_lock_shared("
+        + key.sqlArguments()
+        + ") AND pg_catalog.pg_advisory_unlock_shared("
+        + key.sqlArguments()
+        + ") END AS free OFFSET 0) f OFFSET 0) t OFFSET 0) s";
   }
 
   /**
@@ -69,13 +87,16 @@ final class SessionSql {
   }
 
   /**
-   * Prepares a waiting session: pid, in_recovery, settings applied, database. Binds: settings
-   * names, values. Only a session that belongs to the waiter (never returned to a pool) runs it.
+   * Prepares a waiting session: pid, in_recovery, settings applied, database, marker. Binds:
+   * settings names, values; the marker. Only a session that belongs to the waiter (never returned
+   * to a pool) runs it.
    */
   static String prepareWaiter() {
     return "SELECT pg_catalog.pg_backend_pid(), pg_catalog.pg_is_in_recovery(), "
         + applySettingsWhen("true")
-        + ", pg_catalog.current_database()";
+        + ", pg_catalog.current_database(), pg_catalog.set_config('"
+        + MARKER
+        + "', ?::text, false)";
   }
 
   private static String backendFacts(LockKey key) {
@@ -85,9 +106,26 @@ final class SessionSql {
         + " AS already OFFSET 0";
   }
 
-  /** Ownership: pid, held. Binds key locks. */
+  /**
+   * The full ownership proof: pid, held (from {@code pg_locks}), marker intact. Binds: key locks;
+   * the marker.
+   */
   static String ownership(LockKey key) {
-    return "SELECT pg_catalog.pg_backend_pid(), " + heldByThisBackend(key);
+    return "SELECT pg_catalog.pg_backend_pid(), " + heldByThisBackend(key) + ", " + markerIntact();
+  }
+
+  /**
+   * The O(1) ownership proof, sound only while nothing but the library has used the session since
+   * the last full proof: a session lock ends only with its session or by an unlock that session
+   * runs, so the same live backend with its marker intact still holds every lock it held. pid,
+   * marker intact. Binds the marker.
+   */
+  static String sameSession() {
+    return "SELECT pg_catalog.pg_backend_pid(), " + markerIntact();
+  }
+
+  private static String markerIntact() {
+    return "coalesce(pg_catalog.current_setting('" + MARKER + "', true) = ?::text, false)";
   }
 
   /**

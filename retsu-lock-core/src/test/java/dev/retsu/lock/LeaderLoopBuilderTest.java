@@ -65,7 +65,7 @@ class LeaderLoopBuilderTest {
         .isInstanceOf(IllegalStateException.class)
         .hasMessage(
             "selfFenceAfter must be at least PT1S shorter than the server-side bound PT11S (tcp"
-                + " keepalives PT11S, idle_session_timeout PT20S), but was PT10.5S");
+                + " keepalives PT11S, idle_session_timeout PT11S), but was PT10.5S");
     b.serverIdleSessionTimeout(Duration.ofSeconds(8));
     b.selfFenceAfter(Duration.ofSeconds(8));
     assertThatThrownBy(b::build).hasMessageContaining("server-side bound PT8S");

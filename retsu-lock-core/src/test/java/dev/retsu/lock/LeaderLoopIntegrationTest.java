@@ -391,6 +391,6 @@ class LeaderLoopIntegrationTest {
           }
         });
     await().atMost(WITHIN).until(() -> settings.size() == 6);
-    assertThat(settings).containsExactly("5", "2", "3", "20s", "2s", "retsu-lock:a");
+    assertThat(settings).containsExactly("5", "2", "3", "11s", "2s", "retsu-lock:a");
   }
 }

@@ -27,9 +27,18 @@ class LoopDecisionsTest {
   @Test
   void serverBoundIsTheSoonerOfKeepalivesAndIdleTimeout() {
     ServerBounds defaults =
-        new ServerBounds(Duration.ofSeconds(5), Duration.ofSeconds(2), 3, Duration.ofSeconds(20));
+        new ServerBounds(
+            LeaderLoop.DEFAULT_KEEPALIVE_IDLE,
+            LeaderLoop.DEFAULT_KEEPALIVE_INTERVAL,
+            LeaderLoop.DEFAULT_KEEPALIVE_COUNT,
+            LeaderLoop.DEFAULT_IDLE_SESSION_TIMEOUT);
     assertThat(defaults.keepaliveBound()).isEqualTo(Duration.ofSeconds(11));
-    assertThat(defaults.bound()).isEqualTo(Duration.ofSeconds(11));
+    assertThat(defaults.bound())
+        .as("a paused leader is released as fast as a vanished one")
+        .isEqualTo(Duration.ofSeconds(11));
+    ServerBounds idleLater =
+        new ServerBounds(Duration.ofSeconds(5), Duration.ofSeconds(2), 3, Duration.ofSeconds(20));
+    assertThat(idleLater.bound()).isEqualTo(Duration.ofSeconds(11));
     ServerBounds idleFirst =
         new ServerBounds(Duration.ofSeconds(5), Duration.ofSeconds(2), 3, Duration.ofSeconds(4));
     assertThat(idleFirst.bound()).isEqualTo(Duration.ofSeconds(4));
@@ -59,7 +68,7 @@ class LoopDecisionsTest {
         .isInstanceOf(IllegalStateException.class)
         .hasMessage(
             "selfFenceAfter must be at least PT1S shorter than the server-side bound PT11S (tcp"
-                + " keepalives PT11S, idle_session_timeout PT20S), but was PT10.5S");
+                + " keepalives PT11S, idle_session_timeout PT11S), but was PT10.5S");
     assertThatThrownBy(
             () ->
                 builder()

@@ -156,7 +156,7 @@ class ReadmeSnippetsTest {
     LeaderLoop waiting =
         LeaderLoop.builder(dataSource, key)
             .takeover(TakeoverMode.WAIT)
-            .waitTimeout(Duration.ofSeconds(5))
+            .waitTimeout(Duration.ofMinutes(5)) // the default; see below
             .build();
     // end-snippet
     waiting.start(ctx -> {});

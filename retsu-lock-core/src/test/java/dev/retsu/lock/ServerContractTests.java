@@ -67,7 +67,7 @@ abstract class ServerContractTests {
     await().atMost(Duration.ofSeconds(20)).until(() -> !applied.isEmpty());
     loop.close();
     run.get(10, TimeUnit.SECONDS);
-    assertThat(applied.get(0)).isEqualTo("20s/2s/11000"); // tcp_user_timeout shows in ms
+    assertThat(applied.get(0)).isEqualTo("11s/2s/11000"); // tcp_user_timeout shows in ms
   }
 
   @Test

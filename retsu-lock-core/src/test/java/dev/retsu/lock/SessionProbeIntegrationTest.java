@@ -6,11 +6,16 @@ import static org.awaitility.Awaitility.await;
 import dev.retsu.lock.internal.PgSession;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
+import java.lang.reflect.Field;
+import java.net.Socket;
 import java.sql.Connection;
 import java.sql.Statement;
 import java.time.Duration;
+import jdk.net.ExtendedSocketOptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.postgresql.core.BaseConnection;
+import org.postgresql.core.PGStream;
 
 /**
  * The check behind {@link LeaderContext#ensureLeader()}: what the client already knows about its
@@ -20,6 +25,35 @@ import org.junit.jupiter.api.extension.ExtendWith;
 class SessionProbeIntegrationTest {
 
   private static final Duration WITHIN = Duration.ofSeconds(20);
+
+  /**
+   * A WAIT standby blocks for minutes in one statement; its client notices a dead server or a
+   * healed partition through its own socket's keepalives, the same ones the server side gets.
+   */
+  @Test
+  void aWaitingSessionsClientSocketCarriesTheLeadersKeepalives(TestDatabase db) throws Exception {
+    LeaderLoop loop =
+        LeaderLoop.builder(db.dataSource(), TestKeys.next())
+            .serverKeepalives(Duration.ofSeconds(7), Duration.ofSeconds(3), 4)
+            .build();
+    try (LockWaiter waiter =
+        LockWaiter.open(loop.settingsForTests().lock(), Duration.ofMinutes(5))) {
+      Socket socket = socketOf(waiter.connection());
+      assertThat(socket.getKeepAlive()).isTrue();
+      assertThat(socket.getOption(ExtendedSocketOptions.TCP_KEEPIDLE)).isEqualTo(7);
+      assertThat(socket.getOption(ExtendedSocketOptions.TCP_KEEPINTERVAL)).isEqualTo(3);
+      assertThat(socket.getOption(ExtendedSocketOptions.TCP_KEEPCOUNT)).isEqualTo(4);
+    } finally {
+      loop.close();
+    }
+  }
+
+  private static Socket socketOf(Connection c) throws Exception {
+    Object executor = c.unwrap(BaseConnection.class).getQueryExecutor();
+    Field f = Class.forName("org.postgresql.core.QueryExecutorBase").getDeclaredField("pgStream");
+    f.setAccessible(true);
+    return ((PGStream) f.get(executor)).getSocket();
+  }
 
   @Test
   void aLiveQuietSessionReadsQuietAndATerminatedOneEnded(TestDatabase db) throws Exception {

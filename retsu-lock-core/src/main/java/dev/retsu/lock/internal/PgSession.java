@@ -3,9 +3,12 @@ package dev.retsu.lock.internal;
 import java.io.EOFException;
 import java.io.IOException;
 import java.lang.reflect.Field;
+import java.net.Socket;
+import java.net.SocketOption;
 import java.net.SocketTimeoutException;
 import java.sql.Connection;
 import java.sql.SQLException;
+import jdk.net.ExtendedSocketOptions;
 import org.postgresql.PGConnection;
 import org.postgresql.PGNotification;
 import org.postgresql.core.BaseConnection;
@@ -155,6 +158,45 @@ public final class PgSession {
     PGNotification[] notes =
         physical.unwrap(PGConnection.class).getNotifications(Math.max(1, millis));
     return notes == null ? new PGNotification[0] : notes;
+  }
+
+  /**
+   * Turns on TCP keepalives on the client's own socket, so a client blocked reading (a long lock
+   * wait) notices a vanished server or a healed partition within {@code idle + interval * count}
+   * seconds instead of at its network timeout. Options the platform lacks are skipped.
+   *
+   * @param physical the connection
+   * @param idleSeconds seconds of silence before the first probe
+   * @param intervalSeconds seconds between probes
+   * @param count unanswered probes before the socket fails
+   * @return true if keepalives with all three values are on
+   */
+  public static boolean clientKeepalives(
+      Connection physical, int idleSeconds, int intervalSeconds, int count) {
+    PGStream stream = stream(physical);
+    if (stream == null) {
+      return false;
+    }
+    try {
+      Socket socket = stream.getSocket();
+      socket.setKeepAlive(true);
+      boolean all = true;
+      all &= setIfSupported(socket, ExtendedSocketOptions.TCP_KEEPIDLE, idleSeconds);
+      all &= setIfSupported(socket, ExtendedSocketOptions.TCP_KEEPINTERVAL, intervalSeconds);
+      all &= setIfSupported(socket, ExtendedSocketOptions.TCP_KEEPCOUNT, count);
+      return all;
+    } catch (IOException | RuntimeException e) {
+      return false;
+    }
+  }
+
+  private static boolean setIfSupported(Socket socket, SocketOption<Integer> option, int value)
+      throws IOException {
+    if (!socket.supportedOptions().contains(option)) {
+      return false;
+    }
+    socket.setOption(option, value);
+    return true;
   }
 
   private static PGStream stream(Connection physical) {
