@@ -41,6 +41,9 @@ final class Standby implements AutoCloseable {
     if (settings.takeover() == TakeoverMode.POLL) {
       Optional<AdvisoryLockLease> lease = settings.lock().tryAcquire();
       reached = true;
+      if (lease.isEmpty()) {
+        WarmUp.leaderPath(); // a standby now: load what a takeover will run
+      }
       return lease;
     }
     LockWaiter w = waiter;
@@ -53,6 +56,7 @@ final class Standby implements AutoCloseable {
         waiter = null;
         return Optional.empty();
       }
+      WarmUp.leaderPath(); // before the wait whose grant must be fast
     }
     try {
       Optional<AdvisoryLockLease> granted = w.await();
@@ -79,14 +83,17 @@ final class Standby implements AutoCloseable {
     return settings.takeover() == TakeoverMode.WAIT ? Duration.ZERO : jittered();
   }
 
-  /** retryInterval ± retryJitter, uniformly. */
+  /**
+   * retryInterval × (1 − retryJitter × u), u uniform in [0, 1): jitter only shortens the wait, so
+   * retryInterval stays the longest a free lock waits for a POLL standby.
+   */
   Duration jittered() {
     double jitter = settings.retryJitter();
     Duration interval = settings.retryInterval();
     if (jitter == 0) {
       return interval;
     }
-    double factor = 1 + (random.getAsDouble() * 2 - 1) * jitter;
+    double factor = 1 - random.getAsDouble() * jitter;
     return Duration.ofNanos((long) (interval.toNanos() * factor));
   }
 

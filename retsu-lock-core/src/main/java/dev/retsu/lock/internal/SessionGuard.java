@@ -134,6 +134,19 @@ public final class SessionGuard {
   private SessionGuard() {}
 
   /**
+   * Generates the proxy classes the guard uses, so the first lease of a standby that takes over
+   * does not pay for it. Idempotent and cheap after the first call.
+   */
+  public static void prepare() {
+    InvocationHandler none = (proxy, method, args) -> null;
+    ClassLoader loader = SessionGuard.class.getClassLoader();
+    Proxy.newProxyInstance(loader, new Class<?>[] {Connection.class}, none);
+    for (Class<?> type : WRAPPED) {
+      Proxy.newProxyInstance(loader, new Class<?>[] {type}, none);
+    }
+  }
+
+  /**
    * Returns the guarded view of a session.
    *
    * @param session the locked session; never handed out by the view or anything reached from it
