@@ -76,8 +76,9 @@ public final class LeaderLoopBuilder {
   }
 
   /**
-   * Sets the jitter of standby waits: each is drawn from retryInterval ± this fraction, so that
-   * standbys started together do not contend in step. Defaults to 0.1.
+   * Sets the jitter of standby waits: each is drawn uniformly from retryInterval × (1 − jitter) to
+   * retryInterval, so that standbys started together do not contend in step while retryInterval
+   * stays the longest wait. Defaults to 0.1.
    *
    * @param jitter within [0, 1)
    * @return this builder
