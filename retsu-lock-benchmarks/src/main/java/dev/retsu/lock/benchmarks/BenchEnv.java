@@ -106,6 +106,13 @@ final class BenchEnv implements AutoCloseable {
             .setting("shared_preload_libraries", "pg_stat_statements")
             .setting("pg_stat_statements.track_utility", "on")
             .setting("max_connections", Integer.toString(maxConnections))
+            // Durable commits by default, as in production: the fencing token's commit waits for
+            // its WAL flush, and takeover figures include that (RETSU_BENCH_FSYNC=off to compare).
+            .setting("fsync", fsync())
+            .setting("full_page_writes", fsync())
+            // Room for 50,000+ advisory locks: the shared lock table holds
+            // max_locks_per_transaction x (max_connections + max_prepared_transactions) entries.
+            .setting("max_locks_per_transaction", "256")
             .start();
     try {
       return new BenchEnv(server, server.jdbcUrl(""), server.user(), "", outDir);
@@ -127,10 +134,40 @@ final class BenchEnv implements AutoCloseable {
     return password;
   }
 
+  private static String fsync() {
+    String v = System.getenv("RETSU_BENCH_FSYNC");
+    return v == null || v.isBlank() ? "on" : v.trim();
+  }
+
   String describe() {
-    return embedded != null
-        ? "embedded PostgreSQL " + serverVersion
-        : "PostgreSQL " + serverVersion + " from RETSU_BENCH_JDBC_URL";
+    String settings;
+    try (Connection c = connect();
+        Statement s = c.createStatement();
+        ResultSet rs =
+            s.executeQuery(
+                "SELECT current_setting('fsync'), current_setting('synchronous_commit'),"
+                    + " current_setting('max_locks_per_transaction'),"
+                    + " current_setting('max_connections'), current_setting('deadlock_timeout')")) {
+      rs.next();
+      settings =
+          " (fsync "
+              + rs.getString(1)
+              + ", synchronous_commit "
+              + rs.getString(2)
+              + ", max_locks_per_transaction "
+              + rs.getString(3)
+              + ", max_connections "
+              + rs.getString(4)
+              + ", deadlock_timeout "
+              + rs.getString(5)
+              + ")";
+    } catch (SQLException e) {
+      settings = " (settings unreadable: SQLState " + e.getSQLState() + ")";
+    }
+    return (embedded != null
+            ? "embedded PostgreSQL " + serverVersion
+            : "PostgreSQL " + serverVersion + " from RETSU_BENCH_JDBC_URL")
+        + settings;
   }
 
   /** Returns the postmaster's pid when it runs on this machine under our control, else -1. */

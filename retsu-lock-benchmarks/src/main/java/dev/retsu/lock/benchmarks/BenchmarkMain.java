@@ -25,8 +25,8 @@ import org.openjdk.jmh.runner.options.TimeValue;
  * The benchmark command line.
  *
  * <pre>
- * java -jar retsu-lock-benchmarks.jar [all|failover|idle|scale|jmh|smoke] [--out DIR]
- *     [--reps N] [--default-reps N] [--only NAME,NAME] [--scenarios close,kill,terminate,partition]
+ * java -jar retsu-lock-benchmarks.jar [all|failover|idle|scale|proof|jmh|smoke] [--out DIR]
+ *     [--reps N] [--default-reps N] [--only NAME,NAME] [--scenarios close,kill,terminate,partition,pause]
  *     [--scale-keys N,N]
  * </pre>
  *
@@ -42,6 +42,7 @@ public final class BenchmarkMain {
     FAILOVER,
     IDLE,
     SCALE,
+    PROOF,
     JMH
   }
 
@@ -78,10 +79,12 @@ public final class BenchmarkMain {
           case "failover" -> EnumSet.of(Part.FAILOVER);
           case "idle" -> EnumSet.of(Part.IDLE);
           case "scale" -> EnumSet.of(Part.SCALE);
+          case "proof" -> EnumSet.of(Part.PROOF);
           case "jmh" -> EnumSet.of(Part.JMH);
           default ->
               throw new IllegalArgumentException(
-                  "command must be all, failover, idle, scale, jmh or smoke, but was " + command);
+                  "command must be all, failover, idle, scale, proof, jmh or smoke, but was "
+                      + command);
         };
     Path out = defaultOut();
     List<String> only = List.of();
@@ -157,15 +160,21 @@ public final class BenchmarkMain {
           report.write(out);
         }
         if (profile.oneKeyCandidates() > 0) {
-          Progress.log("scale: %d loops on one key, WAIT", profile.oneKeyCandidates());
-          report.scale(
-              scale.oneKey(profile.oneKeyCandidates(), LeaderLoop.DEFAULT_RETRY_INTERVAL, "wait"));
+          // WAIT holds a session per standby: 100 is already more than a key should have.
+          int waiting = Math.min(100, profile.oneKeyCandidates());
+          Progress.log("scale: %d loops on one key, WAIT", waiting);
+          report.scale(scale.oneKey(waiting, LeaderLoop.DEFAULT_RETRY_INTERVAL, "wait"));
           report.write(out);
         }
         Progress.log("scale: keys %s", Arrays.toString(profile.keySteps()));
         for (ScaleBenchmark.Result r : scale.manyKeys(profile.keySteps(), 6L << 30)) {
           report.scale(r);
         }
+        report.write(out);
+      }
+      if (parts.contains(Part.PROOF)) {
+        int[] locks = profile.smoke() ? new int[] {0, 1000} : new int[] {0, 1000, 10000, 50000};
+        report.proof(new ProofCostBenchmark(env).run(locks, profile.smoke() ? 200 : 2000));
         report.write(out);
       }
       if (parts.contains(Part.JMH)) {

@@ -73,16 +73,86 @@ public final class CandidateMain {
       case RETSU -> runRetsu(spec);
       case SHEDLOCK -> runShedLock(spec);
       case SPRING -> runSpring(spec);
+      case RAW -> runRaw(spec);
     }
   }
 
   static long nowMicros() {
-    Instant now = CLOCK.instant();
-    return now.getEpochSecond() * 1_000_000L + now.getNano() / 1_000;
+    return micros(CLOCK.instant());
   }
 
-  private static synchronized void emit(String event, String detail) {
-    OUT.println(event + " " + nowMicros() + (detail.isEmpty() ? "" : " " + detail));
+  private static long micros(Instant t) {
+    return t.getEpochSecond() * 1_000_000L + t.getNano() / 1_000;
+  }
+
+  private static void emit(String event, String detail) {
+    emitAt(event, nowMicros(), detail);
+  }
+
+  private static synchronized void emitAt(String event, long micros, String detail) {
+    OUT.println(event + " " + micros + (detail.isEmpty() ? "" : " " + detail));
+  }
+
+  // ---------------------------------------------------------------- raw pg_advisory_lock
+
+  /**
+   * The physical limit: a plain JDBC session blocked in {@code pg_advisory_lock}, with server
+   * keepalives like retsu's (from the spec) so a partitioned leader's lock is freed too. It has no
+   * fencing token, no self-fencing and no ownership checks: a baseline for takeover time, not a
+   * safe leader.
+   */
+  private static void runRaw(CandidateSpec spec) throws Exception {
+    PGSimpleDataSource ds = new PGSimpleDataSource();
+    ds.setUrl(spec.url());
+    ds.setUser(spec.user());
+    ds.setApplicationName("bench:" + spec.id());
+    java.sql.Connection c = ds.getConnection();
+    Runtime.getRuntime()
+        .addShutdownHook(
+            new Thread(
+                () -> {
+                  try {
+                    emit("LOST", "CLOSED"); // it stops acting before its session ends
+                    c.close();
+                  } catch (java.sql.SQLException e) {
+                    // the process is ending; the server frees the lock with the session
+                  }
+                },
+                "retsu-lock-bench-raw-shutdown"));
+    long idle = spec.keepaliveIdle().toSeconds();
+    long interval = spec.keepaliveInterval().toSeconds();
+    int count = spec.keepaliveCount();
+    try (java.sql.Statement s = c.createStatement()) {
+      s.execute(
+          String.format(
+              java.util.Locale.ROOT,
+              "SELECT set_config('tcp_keepalives_idle', '%d', false),"
+                  + " set_config('tcp_keepalives_interval', '%d', false),"
+                  + " set_config('tcp_keepalives_count', '%d', false),"
+                  + " set_config('tcp_user_timeout', '%d', false)",
+              idle,
+              interval,
+              count,
+              (idle + interval * count) * 1000));
+      emit("READY", "");
+      int pid;
+      try (java.sql.ResultSet rs =
+          s.executeQuery("SELECT pg_backend_pid() FROM pg_advisory_lock(" + spec.key() + ")")) {
+        rs.next();
+        pid = rs.getInt(1);
+      }
+      emit("TOKEN", "");
+      emit("ACQUIRED", Integer.toString(pid));
+      while (true) {
+        emit("REFRESH", "");
+        Thread.sleep(spec.refresh().toMillis());
+        s.execute("SELECT 1");
+      }
+    } catch (java.sql.SQLException e) {
+      emit("LOST", "SESSION_LOST");
+      emit("EXIT", "SESSION_LOST");
+      System.exit(3);
+    }
   }
 
   // ---------------------------------------------------------------- retsu-lock
@@ -109,6 +179,9 @@ public final class CandidateMain {
 
                   @Override
                   public void onAcquired(Term term) {
+                    // Term.start(): stamped by the library once the lock was granted and the
+                    // fencing token taken, before any listener; ACQUIRED is this listener's call.
+                    emitAt("TOKEN", micros(term.start()), "");
                     emit("ACQUIRED", Integer.toString(term.backendPid()));
                   }
 

@@ -48,7 +48,9 @@ record CandidateSpec(
   enum Impl {
     RETSU,
     SHEDLOCK,
-    SPRING
+    SPRING,
+    /** A plain session blocked in pg_advisory_lock: the physical limit of takeover. */
+    RAW
   }
 
   CandidateSpec {

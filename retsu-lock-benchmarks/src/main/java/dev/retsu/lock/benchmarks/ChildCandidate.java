@@ -182,6 +182,28 @@ final class ChildCandidate implements AutoCloseable {
     process.toHandle().destroy();
   }
 
+  /** Sends SIGSTOP: the process freezes, its kernel still answers the server's keepalives. */
+  void pause() throws IOException, InterruptedException {
+    signal("STOP");
+  }
+
+  /** Sends SIGCONT to a paused process. */
+  void resume() throws IOException, InterruptedException {
+    if (process.isAlive()) {
+      signal("CONT");
+    }
+  }
+
+  private void signal(String name) throws IOException, InterruptedException {
+    Process kill =
+        new ProcessBuilder("kill", "-" + name, Long.toString(process.pid()))
+            .redirectErrorStream(true)
+            .start();
+    if (kill.waitFor() != 0) {
+      throw new IOException("kill -" + name + " " + process.pid() + " failed");
+    }
+  }
+
   /** Sends SIGKILL; the term (if any) ends now as far as the parent is concerned. */
   void kill() {
     if (process.isAlive()) {

@@ -32,7 +32,12 @@ final class FailoverBenchmark {
     /** {@code pg_terminate_backend} of the leader's sessions. */
     TERMINATE("pg_terminate_backend of the leader's session"),
     /** The leader's proxy drops every byte both ways, without RST or FIN. */
-    PARTITION("blackhole partition of the leader");
+    PARTITION("blackhole partition of the leader"),
+    /**
+     * SIGSTOP of the leader's JVM: a long GC pause or a frozen VM. Its kernel keeps answering
+     * keepalives, so only {@code idle_session_timeout} frees the lock.
+     */
+    PAUSE("SIGSTOP of the leader (long GC, frozen VM)");
 
     final String title;
 
@@ -77,8 +82,13 @@ final class FailoverBenchmark {
    * @param rep repetition, from 1
    * @param outcome how it ended
    * @param gapMicros fault to the first refresh of the new term (MOVED only), else -1
+   * @param tokenMicros fault to the new leader's {@code Term.start()}: lock granted and fencing
+   *     token taken, before any listener ran (retsu and the raw waiter, MOVED only; else -1)
    * @param acquireMicros fault to the start of the new term (MOVED only), else -1
-   * @param overlapMicros how long the old leader still claimed its term after the new term began
+   * @param overlapMicros how long after the new term began the old leader's work still ran (its
+   *     last REFRESH, printed after its own check passed); 0 if never
+   * @param claimMicros how long after the new term began the old leader had not yet reported its
+   *     term's end (a claim, not an act: its checks may already fail); -1 when not measured
    * @param note what happened, for the log
    */
   record Sample(
@@ -87,8 +97,10 @@ final class FailoverBenchmark {
       int rep,
       Outcome outcome,
       long gapMicros,
+      long tokenMicros,
       long acquireMicros,
       long overlapMicros,
+      long claimMicros,
       String note) {}
 
   private static final AtomicInteger KEYS = new AtomicInteger(1000);
@@ -187,12 +199,20 @@ final class FailoverBenchmark {
     Optional<Found> found = newTermAfter(live, fault);
     Outcome outcome;
     long gap = -1;
+    long grant = -1;
     long acquire = -1;
     String note;
     if (found.isPresent()) {
       outcome = Outcome.MOVED;
       gap = found.get().span.firstRefresh() - fault;
       acquire = found.get().span.start() - fault;
+      long start = found.get().span.start();
+      grant =
+          found.get().child.events().stream()
+              .filter(e -> e.type().equals("TOKEN") && e.micros() >= fault && e.micros() <= start)
+              .mapToLong(e -> e.micros() - fault)
+              .max()
+              .orElse(-1);
       note = "new term on " + found.get().child.id;
       // give the old leader a moment to report its own end, then stop it if it is partitioned
       await(Duration.ofSeconds(2), () -> !openTerm(leader));
@@ -203,7 +223,15 @@ final class FailoverBenchmark {
       outcome = Outcome.TIMEOUT;
       note = "no leader within " + config.window();
     }
-    if (scenario == Scenario.PARTITION) {
+    if (scenario == Scenario.PAUSE) {
+      // Resumed, the old leader must not act again; it reports its end when it fenced.
+      leader.resume();
+      if (found.isPresent()) {
+        await(Duration.ofSeconds(2), () -> !openTerm(leader));
+      }
+      leader.kill();
+      leader.awaitExit(10_000);
+    } else if (scenario == Scenario.PARTITION) {
       leader.kill();
       leader.awaitExit(10_000);
     } else if (scenario != Scenario.TERMINATE
@@ -212,12 +240,25 @@ final class FailoverBenchmark {
       leader.awaitExit(10_000);
     }
     long overlap = 0;
-    if (found.isPresent()) {
-      long oldEnd = lastTermEnd(leader);
-      overlap = Math.max(0, Math.min(oldEnd, CandidateMain.nowMicros()) - found.get().span.start());
+    long claim = -1;
+    if (found.isPresent() && found.get().child != leader) {
+      long newStart = found.get().span.start();
+      // Acting overlap: the old leader's work ran (a REFRESH, printed after its check passed)
+      // after the new term began.
+      overlap =
+          leader.events().stream()
+              .filter(e -> e.type().equals("REFRESH") && e.micros() > newStart)
+              .mapToLong(e -> e.micros() - newStart)
+              .max()
+              .orElse(0);
+      if (scenario != Scenario.PAUSE) {
+        // Claimed overlap: it had not reported its term's end yet (a paused process cannot).
+        claim = Math.max(0, Math.min(lastTermEnd(leader), CandidateMain.nowMicros()) - newStart);
+      }
     }
     live.removeIf(c -> !c.alive() && closeQuietly(c));
-    return new Sample(config.name(), scenario, rep, outcome, gap, acquire, overlap, note);
+    return new Sample(
+        config.name(), scenario, rep, outcome, gap, grant, acquire, overlap, claim, note);
   }
 
   /**
@@ -275,11 +316,12 @@ final class FailoverBenchmark {
     return live.stream().filter(ChildCandidate::leading).count();
   }
 
-  private void inject(Scenario scenario, ChildCandidate leader) throws SQLException {
+  private void inject(Scenario scenario, ChildCandidate leader) throws Exception {
     switch (scenario) {
       case CLOSE -> leader.terminate();
       case KILL -> leader.kill();
       case TERMINATE -> terminateSessions(leader);
+      case PAUSE -> leader.pause();
       case PARTITION -> leader.proxy.blackhole();
     }
   }

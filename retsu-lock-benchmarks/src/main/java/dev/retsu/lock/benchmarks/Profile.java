@@ -79,6 +79,7 @@ record Profile(
       c.add(
           smokeRetsu(
               "retsu-wait", versionsRetsu, "wait", r, "WAIT, retry 0.5 s; smoke safety knobs"));
+      c.add(raw("raw-waiter", r, reps, Duration.ofSeconds(15), Duration.ofSeconds(2), 1));
       c.add(
           peer(
               "shedlock",
@@ -121,6 +122,14 @@ record Profile(
             one,
             reps,
             "WAIT, retry 1 s, refresh 1 s; safety knobs at defaults"));
+    c.add(
+        raw(
+            "raw-waiter-1s",
+            one,
+            reps,
+            one.plus(Duration.ofSeconds(45)),
+            Duration.ofSeconds(5),
+            3));
     c.add(
         peer(
             "shedlock-1s",
@@ -233,6 +242,49 @@ record Profile(
         // fast: the server's worst bound here is 4 s plus a 0.5 s retry, and a CI machine running
         // other builds once needed more than the former 6 s.
         Duration.ofSeconds(15));
+  }
+
+  /** The physical limit: a plain session blocked in pg_advisory_lock (no token, no checks). */
+  private static FailoverBenchmark.Config raw(
+      String name,
+      Duration refresh,
+      int reps,
+      Duration window,
+      Duration keepaliveIdle,
+      int keepaliveCount) {
+    Duration interval =
+        keepaliveIdle.compareTo(Duration.ofSeconds(2)) <= 0
+            ? Duration.ofSeconds(1)
+            : Duration.ofSeconds(2);
+    return new FailoverBenchmark.Config(
+        name,
+        "pgjdbc only",
+        String.format(
+            java.util.Locale.ROOT,
+            "a plain session blocked in pg_advisory_lock; server keepalives %d+%dx%d s and the"
+                + " same tcp_user_timeout as retsu; no fencing token, no self-fencing: a baseline,"
+                + " not a safe leader",
+            keepaliveIdle.toSeconds(),
+            interval.toSeconds(),
+            keepaliveCount),
+        new CandidateSpec(
+            Impl.RAW,
+            "wait",
+            null,
+            null,
+            null,
+            0,
+            refresh,
+            refresh,
+            null,
+            null,
+            null,
+            keepaliveIdle,
+            interval,
+            keepaliveCount,
+            null),
+        reps,
+        window);
   }
 
   private static FailoverBenchmark.Config peer(

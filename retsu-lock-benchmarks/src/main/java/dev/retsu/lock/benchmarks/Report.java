@@ -2,6 +2,7 @@ package dev.retsu.lock.benchmarks;
 
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
@@ -21,6 +22,8 @@ final class Report {
   private final Profile profile;
   private final Properties versions;
   private final Instant started = Instant.now();
+  private final double loadAtStart = loadAverage();
+  private final String commit = commit();
   private String server = "?";
   private boolean statements;
   private boolean kernelDrops;
@@ -29,6 +32,7 @@ final class Report {
   private final List<IdleCostBenchmark.Result> idle = new ArrayList<>();
   private final List<ScaleBenchmark.Result> scale = new ArrayList<>();
   private final List<RunResult> jmh = new ArrayList<>();
+  private final List<ProofCostBenchmark.Result> proof = new ArrayList<>();
 
   Report(Profile profile, Properties versions) {
     this.profile = profile;
@@ -61,6 +65,10 @@ final class Report {
     scale.add(r);
   }
 
+  void proof(List<ProofCostBenchmark.Result> results) {
+    proof.addAll(results);
+  }
+
   void jmh(List<RunResult> results) {
     jmh.addAll(results);
   }
@@ -86,19 +94,22 @@ final class Report {
   void write(Path out) throws IOException {
     Files.writeString(out.resolve("results.md"), markdown());
     StringBuilder csv =
-        new StringBuilder("config,scenario,rep,outcome,gap_ms,acquire_ms,overlap_ms,note\n");
+        new StringBuilder(
+            "config,scenario,rep,outcome,gap_ms,token_ms,acquire_ms,overlap_ms,claim_ms,note\n");
     for (FailoverBenchmark.Sample s : samples()) {
       csv.append(
           String.format(
               Locale.ROOT,
-              "%s,%s,%d,%s,%.3f,%.3f,%.3f,%s%n",
+              "%s,%s,%d,%s,%.3f,%.3f,%.3f,%.3f,%.3f,%s%n",
               s.config(),
               s.scenario(),
               s.rep(),
               s.outcome(),
               s.gapMicros() / 1e3,
+              s.tokenMicros() / 1e3,
               s.acquireMicros() / 1e3,
               s.overlapMicros() / 1e3,
+              s.claimMicros() / 1e3,
               s.note().replace(',', ';')));
     }
     Files.writeString(out.resolve("failover.csv"), csv);
@@ -124,6 +135,13 @@ final class Report {
         .append(" cores, ")
         .append(totalMemoryGiB())
         .append(" GiB\n");
+    md.append("- commit: ")
+        .append(commit)
+        .append("; machine load (1-minute load average): ")
+        .append(String.format(Locale.ROOT, "%.2f", loadAtStart))
+        .append(" at start, ")
+        .append(String.format(Locale.ROOT, "%.2f", loadAverage()))
+        .append(" when written\n");
     md.append("- Java ")
         .append(System.getProperty("java.version"))
         .append(" (")
@@ -167,9 +185,9 @@ final class Report {
       for (FailoverBenchmark.Scenario sc : FailoverBenchmark.Scenario.values()) {
         md.append("\n### ").append(sc.title).append("\n\n");
         md.append(
-            "| config | n | moved / kept / timeout | min | median | p95 | max | median to term"
-                + " start | overlap |\n");
-        md.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+            "| config | n | moved / kept / timeout | min | median | p95 | max | median to token"
+                + " | median to term start | acting overlap |\n");
+        md.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
         for (Map.Entry<String, List<FailoverBenchmark.Sample>> e : failover.entrySet()) {
           List<FailoverBenchmark.Sample> s =
               e.getValue().stream().filter(x -> x.scenario() == sc).toList();
@@ -189,10 +207,17 @@ final class Report {
                       .filter(x -> x.outcome() == FailoverBenchmark.Outcome.MOVED)
                       .map(FailoverBenchmark.Sample::acquireMicros)
                       .toList());
+          Stats tokened =
+              Stats.of(
+                  s.stream()
+                      .filter(x -> x.outcome() == FailoverBenchmark.Outcome.MOVED)
+                      .map(FailoverBenchmark.Sample::tokenMicros)
+                      .filter(g -> g >= 0)
+                      .toList());
           md.append(
               String.format(
                   Locale.ROOT,
-                  "| %s | %d | %d / %d / %d | %s | %s | %s | %s | %s | %s |%n",
+                  "| %s | %d | %d / %d / %d | %s | %s | %s | %s | %s | %s | %s |%n",
                   e.getKey(),
                   s.size(),
                   moved,
@@ -202,6 +227,7 @@ final class Report {
                   Stats.ms(st.median()),
                   Stats.ms(st.p95()),
                   Stats.ms(st.max()),
+                  tokened.n() == 0 ? "n/a" : Stats.ms(tokened.median()),
                   Stats.ms(acquired.median()),
                   overlaps == 0 ? "none" : overlaps + "x, up to " + Stats.ms(worst) + " ms"));
         }
@@ -285,6 +311,24 @@ final class Report {
                 r.note()));
       }
     }
+    if (!proof.isEmpty()) {
+      md.append("\n## Ownership proof and attempt cost vs locks on the server\n\n");
+      md.append(
+          "One call at a time on loopback; a filler session holds the locks.\n\n"
+              + "| locks on the server | operation | n | p50 (µs) | p99 (µs) |\n"
+              + "| --- | --- | --- | --- | --- |\n");
+      for (ProofCostBenchmark.Result r : proof) {
+        md.append(
+            String.format(
+                Locale.ROOT,
+                "| %d | %s | %d | %.0f | %.0f |%n",
+                r.locksOnServer(),
+                r.operation(),
+                r.n(),
+                r.p50Nanos() / 1e3,
+                r.p99Nanos() / 1e3));
+      }
+    }
     if (!jmh.isEmpty()) {
       md.append("\n## JMH (sample time, µs per call, loopback, 1 thread)\n\n");
       md.append(
@@ -321,6 +365,36 @@ final class Report {
     int dash = config.lastIndexOf('-');
     String suffix = dash < 0 ? "" : config.substring(dash + 1);
     return suffix.equals("1s") || suffix.equals("default") ? suffix : "smoke";
+  }
+
+  private static double loadAverage() {
+    return ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage();
+  }
+
+  /** The checked-out commit (with "+changes" when the tree differs), or "unknown". */
+  private static String commit() {
+    try {
+      Process head =
+          new ProcessBuilder("git", "rev-parse", "--short=12", "HEAD")
+              .redirectErrorStream(true)
+              .start();
+      String id = new String(head.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
+      if (head.waitFor() != 0) {
+        return "unknown";
+      }
+      Process status =
+          new ProcessBuilder("git", "status", "--porcelain", "--untracked-files=no")
+              .redirectErrorStream(true)
+              .start();
+      boolean dirty = status.getInputStream().readAllBytes().length > 0;
+      status.waitFor();
+      return id + (dirty ? "+changes" : "");
+    } catch (IOException e) {
+      return "unknown";
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return "unknown";
+    }
   }
 
   private static long totalMemoryGiB() {
