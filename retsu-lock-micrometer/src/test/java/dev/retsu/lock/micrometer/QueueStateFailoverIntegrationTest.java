@@ -98,7 +98,8 @@ class QueueStateFailoverIntegrationTest {
           loop.start(
               ctx ->
                   queueMetrics.record(
-                      ctx.withConnection(ReadmeSnippetsIntegrationTest.QueueStateCollector::collect)));
+                      ctx.withConnection(
+                          ReadmeSnippetsIntegrationTest.QueueStateCollector::collect)));
       return this;
     }
 

@@ -31,7 +31,8 @@ class ReadmeSnippetsIntegrationTest {
             ReadmeSnippets.verify(
                 Path.of("../README.md"),
                 "micrometer",
-                Path.of("src/test/java/dev/retsu/lock/micrometer/ReadmeSnippetsIntegrationTest.java")))
+                Path.of(
+                    "src/test/java/dev/retsu/lock/micrometer/ReadmeSnippetsIntegrationTest.java")))
         .containsExactly("micrometer/wiring", "micrometer/collect");
   }
 
