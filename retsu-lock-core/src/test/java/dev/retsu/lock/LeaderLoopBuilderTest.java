@@ -14,9 +14,9 @@ class LeaderLoopBuilderTest {
 
   @Test
   void defaultsStepDownInsteadOfLeavingAZombieAndBuild() {
-    assertThat(LeaderLoop.DEFAULT_RETRY_INTERVAL).isEqualTo(Duration.ofSeconds(15));
-    assertThat(LeaderLoop.DEFAULT_REFRESH_INTERVAL).isEqualTo(Duration.ofSeconds(15));
-    assertThat(LeaderLoop.DEFAULT_FAILURE_POLICY).isEqualTo(FailurePolicy.STEP_DOWN);
+    assertThat(LeaderLoopBuilder.DEFAULT_RETRY_INTERVAL).isEqualTo(Duration.ofSeconds(15));
+    assertThat(LeaderLoopBuilder.DEFAULT_REFRESH_INTERVAL).isEqualTo(Duration.ofSeconds(15));
+    assertThat(LeaderLoopBuilder.DEFAULT_FAILURE_POLICY).isEqualTo(FailurePolicy.STEP_DOWN);
     LeaderLoop loop = b.build();
     assertThat(loop.state()).isEqualTo(LeaderLoop.State.NEW);
     assertThat(loop.isLeader()).isFalse();

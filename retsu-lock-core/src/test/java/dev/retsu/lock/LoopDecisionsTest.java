@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 
@@ -17,7 +18,7 @@ class LoopDecisionsTest {
   private static final DataSource NO_DATABASE = new DelegatingDataSource(null);
 
   private static LoopSettings settings(LeaderLoopBuilder b) {
-    return b.build().settingsForTests();
+    return b.settings();
   }
 
   private static LeaderLoopBuilder builder() {
@@ -99,11 +100,13 @@ class LoopDecisionsTest {
     LoopSettings s =
         settings(
             builder().retryInterval(Duration.ofSeconds(10)).maxBackoff(Duration.ofSeconds(50)));
-    assertThat(new Standby(s, () -> 0.0).jittered()).isEqualTo(Duration.ofSeconds(9));
-    assertThat(new Standby(s, () -> 0.5).jittered()).isEqualTo(Duration.ofSeconds(10));
-    assertThat(new Standby(s, () -> 0.999_999).jittered())
+    assertThat(new Standby(s, () -> 0.0, Optional::empty).jittered())
+        .isEqualTo(Duration.ofSeconds(9));
+    assertThat(new Standby(s, () -> 0.5, Optional::empty).jittered())
+        .isEqualTo(Duration.ofSeconds(10));
+    assertThat(new Standby(s, () -> 0.999_999, Optional::empty).jittered())
         .isBetween(Duration.ofMillis(10_999), Duration.ofSeconds(11));
-    Standby standby = new Standby(s, () -> 0.5);
+    Standby standby = new Standby(s, () -> 0.5, Optional::empty);
     assertThat(List.of(1, 2, 3, 4, 5).stream().map(standby::backoff))
         .containsExactly(
             Duration.ofSeconds(10),
@@ -112,7 +115,7 @@ class LoopDecisionsTest {
             Duration.ofSeconds(50),
             Duration.ofSeconds(50));
     assertThat(
-            new Standby(settings(builder().takeover(TakeoverMode.WAIT)), () -> 0.5)
+            new Standby(settings(builder().takeover(TakeoverMode.WAIT)), () -> 0.5, Optional::empty)
                 .afterHeldElsewhere())
         .as("a WAIT standby re-arms at once: the blocking wait was the wait")
         .isZero();

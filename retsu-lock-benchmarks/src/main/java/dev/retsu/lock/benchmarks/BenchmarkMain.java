@@ -1,6 +1,6 @@
 package dev.retsu.lock.benchmarks;
 
-import dev.retsu.lock.LeaderLoop;
+import dev.retsu.lock.LeaderLoopBuilder;
 import dev.retsu.lock.testing.FaultProxy;
 import java.io.IOException;
 import java.io.InputStream;
@@ -159,7 +159,8 @@ public final class BenchmarkMain {
         if (profile.oneKeyCandidates() > 0) {
           Progress.log("scale: %d loops on one key, WAIT", profile.oneKeyCandidates());
           report.scale(
-              scale.oneKey(profile.oneKeyCandidates(), LeaderLoop.DEFAULT_RETRY_INTERVAL, "wait"));
+              scale.oneKey(
+                  profile.oneKeyCandidates(), LeaderLoopBuilder.DEFAULT_RETRY_INTERVAL, "wait"));
           report.write(out);
         }
         Progress.log("scale: keys %s", Arrays.toString(profile.keySteps()));
