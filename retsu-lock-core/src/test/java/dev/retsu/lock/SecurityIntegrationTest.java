@@ -3,6 +3,7 @@ package dev.retsu.lock;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.retsu.lock.faults.FaultCandidate;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
 import java.nio.charset.StandardCharsets;
@@ -55,15 +56,19 @@ class SecurityIntegrationTest {
       Path log = Path.of("target", "security-candidate-" + System.nanoTime() + ".log");
       Process p =
           new ProcessBuilder(
-                  Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                  "-cp",
-                  System.getProperty("java.class.path"),
-                  CandidateProcess.class.getName(),
-                  url,
-                  db.user(),
-                  "secret-test",
-                  "31337",
-                  "200")
+                  FaultCandidate.command(
+                      url,
+                      db.user(),
+                      "",
+                      "secret-test",
+                      "31337",
+                      "POLL",
+                      "1",
+                      "0",
+                      "0",
+                      "PLAIN",
+                      "1000",
+                      "EXIT"))
               .redirectErrorStream(true)
               .redirectOutput(log.toFile())
               .start();
