@@ -116,6 +116,17 @@ public final class LeaderLoop implements AutoCloseable {
   }
 
   /**
+   * Returns what this loop's log lines and messages start with, {@code [lock=<key>,
+   * candidate=<id>]}, for lines about the loop written elsewhere (a metrics binder's), so that one
+   * search finds all of a candidate's lines.
+   *
+   * @return the prefix
+   */
+  public String logPrefix() {
+    return context;
+  }
+
+  /**
    * Returns who holds the key right now (any candidate, or any session), with one query on a
    * borrowed connection.
    *

@@ -26,6 +26,17 @@ class LeaderLoopBuilderTest {
   }
 
   @Test
+  void theLogPrefixNamesTheKeyAndTheCandidateAsEveryLogLineOfTheLoopDoes() {
+    LeaderLoop loop =
+        LeaderLoop.builder(new PGSimpleDataSource(), LockKey.named("billing", "invoice-run"))
+            .candidateId("worker-1")
+            .build();
+    assertThat(loop.logPrefix())
+        .matches("\\[lock=billing:invoice-run 0x[0-9a-f]{16} \\(-?[0-9]+\\), candidate=worker-1]");
+    assertThat(loop.toString()).isEqualTo("LeaderLoop" + loop.logPrefix() + "{NEW}");
+  }
+
+  @Test
   void rejectsNullsNamingTheParameter() {
     assertThatThrownBy(() -> LeaderLoop.builder(null, LockKey.of(1L)))
         .isInstanceOf(NullPointerException.class)
