@@ -61,20 +61,7 @@ class MultiProcessFailoverIntegrationTest {
 
   private Candidate launch(TestDatabase db, String id, long key) throws IOException {
     ProcessBuilder pb =
-        new ProcessBuilder(
-            FaultCandidate.command(
-                db.jdbcUrl(),
-                db.user(),
-                "",
-                id,
-                Long.toString(key),
-                "POLL",
-                "1",
-                "0",
-                "0",
-                "PLAIN",
-                "1000",
-                "EXIT"));
+        new ProcessBuilder(FaultCandidate.exitingOnLoss(db.jdbcUrl(), db.user(), id, key));
     pb.redirectError(Path.of("target", "candidate-" + id + ".log").toFile());
     Candidate c = new Candidate(id, pb.start());
     candidates.add(c);

@@ -55,20 +55,7 @@ class SecurityIntegrationTest {
         }) {
       Path log = Path.of("target", "security-candidate-" + System.nanoTime() + ".log");
       Process p =
-          new ProcessBuilder(
-                  FaultCandidate.command(
-                      url,
-                      db.user(),
-                      "",
-                      "secret-test",
-                      "31337",
-                      "POLL",
-                      "1",
-                      "0",
-                      "0",
-                      "PLAIN",
-                      "1000",
-                      "EXIT"))
+          new ProcessBuilder(FaultCandidate.exitingOnLoss(url, db.user(), "secret-test", 31337))
               .redirectErrorStream(true)
               .redirectOutput(log.toFile())
               .start();

@@ -124,6 +124,33 @@ public final class FaultCandidate {
   }
 
   /**
+   * The command line of a candidate that polls, runs an instant task and ends its JVM when it loses
+   * a term (EXIT): the multi-process tests' candidate.
+   *
+   * @param jdbcUrl where to connect (may carry the password)
+   * @param user the user
+   * @param candidateId the candidate id
+   * @param key the {@code bigint} key
+   * @return the command
+   */
+  public static List<String> exitingOnLoss(
+      String jdbcUrl, String user, String candidateId, long key) {
+    return command(
+        jdbcUrl,
+        user,
+        "",
+        candidateId,
+        Long.toString(key),
+        "POLL",
+        "1",
+        "0",
+        "0",
+        "PLAIN",
+        "1000",
+        "EXIT");
+  }
+
+  /**
    * A line the candidate printed, without its time stamp.
    *
    * @param line {@code T <nanos> <event>}
