@@ -20,6 +20,7 @@ import org.openjdk.jmh.runner.Runner;
 import org.openjdk.jmh.runner.RunnerException;
 import org.openjdk.jmh.runner.options.OptionsBuilder;
 import org.openjdk.jmh.runner.options.TimeValue;
+import org.openjdk.jmh.runner.options.VerboseMode;
 
 /**
  * The benchmark command line.
@@ -195,6 +196,8 @@ public final class BenchmarkMain {
             "-Dretsu.bench.jdbcUrl=" + env.jdbcUrl(),
             "-Dretsu.bench.user=" + env.user(),
             "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
+        // the smoke run's console is the build log: its progress lines, not every JMH iteration
+        .verbosity(profile.smoke() ? VerboseMode.SILENT : VerboseMode.NORMAL)
         .shouldFailOnError(true);
     return new ArrayList<>(new Runner(options.build()).run());
   }
