@@ -46,71 +46,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class LeaderLoop implements AutoCloseable {
 
-  /** Default wait between standby attempts: 15 seconds. */
-  public static final Duration DEFAULT_RETRY_INTERVAL = Duration.ofSeconds(15);
-
-  /** Default wait between refreshes: 15 seconds. */
-  public static final Duration DEFAULT_REFRESH_INTERVAL = Duration.ofSeconds(15);
-
-  /** Default retry jitter: each standby wait is drawn from retryInterval ± 10%. */
-  public static final double DEFAULT_RETRY_JITTER = 0.1;
-
-  /**
-   * Default failure policy: {@link FailurePolicy#STEP_DOWN}, so one failed refresh in an embedded
-   * library never leaves a service where nobody leads. The Retsu collector sets {@link
-   * FailurePolicy#EXIT}.
-   */
-  public static final FailurePolicy DEFAULT_FAILURE_POLICY = FailurePolicy.STEP_DOWN;
-
-  /** Default limit on one refresh: 60 seconds. */
-  public static final Duration DEFAULT_REFRESH_TIMEOUT = Duration.ofSeconds(60);
-
-  /** Default interval between ownership proofs while leading: 2 seconds. */
-  public static final Duration DEFAULT_HEARTBEAT_INTERVAL = Duration.ofSeconds(2);
-
-  /** Default self-fencing deadline: 8 seconds after the start of the last successful round trip. */
-  public static final Duration DEFAULT_SELF_FENCE_AFTER = Duration.ofSeconds(8);
-
-  /** Default {@code tcp_keepalives_idle} on the leader's session: 5 seconds. */
-  public static final Duration DEFAULT_KEEPALIVE_IDLE = Duration.ofSeconds(5);
-
-  /** Default {@code tcp_keepalives_interval} on the leader's session: 2 seconds. */
-  public static final Duration DEFAULT_KEEPALIVE_INTERVAL = Duration.ofSeconds(2);
-
-  /** Default {@code tcp_keepalives_count} on the leader's session: 3. */
-  public static final int DEFAULT_KEEPALIVE_COUNT = 3;
-
-  /**
-   * Default {@code idle_session_timeout} on the leader's session: 11 seconds, the keepalive bound,
-   * so a paused leader (SIGSTOP, a long GC, a frozen VM, whose kernel still answers keepalives) is
-   * released as soon as a vanished one. Heartbeats keep a healthy leader's session busier than
-   * that.
-   */
-  public static final Duration DEFAULT_IDLE_SESSION_TIMEOUT = Duration.ofSeconds(11);
-
-  /** The least gap between the self-fencing deadline and the server-side bound: 1 second. */
-  public static final Duration MIN_FENCING_MARGIN = ServerBounds.MIN_FENCING_MARGIN;
-
-  /** Default longest wait between failed terms under {@link FailurePolicy#STEP_DOWN}: 5 minutes. */
-  public static final Duration DEFAULT_MAX_BACKOFF = Duration.ofMinutes(5);
-
-  /** Default takeover mode: {@link TakeoverMode#POLL}. */
-  public static final TakeoverMode DEFAULT_TAKEOVER = TakeoverMode.POLL;
-
-  /**
-   * Default longest single wait in {@link TakeoverMode#WAIT} before it is re-armed: 5 minutes. Each
-   * re-arm leaves one {@code lock_timeout} ERROR line in the server log and each wait runs one
-   * deadlock check, so re-arms are rare; the waiting client's own keepalives, not the re-arm,
-   * notice a dead server.
-   */
-  public static final Duration DEFAULT_WAIT_TIMEOUT = Duration.ofMinutes(5);
-
-  /** Default time {@link #close()} waits for a running refresh to stop: 10 seconds. */
-  public static final Duration DEFAULT_CLOSE_TIMEOUT = Duration.ofSeconds(10);
-
-  /** The longest duration any option takes: 24 days. */
-  public static final Duration MAX_DURATION = dev.retsu.lock.internal.Checks.MAX_DURATION;
-
   private static final Logger LOG = LoggerFactory.getLogger(LeaderLoop.class);
 
   /** The lifecycle of a loop; whether it leads is {@link #isLeader()}. */
@@ -139,10 +74,15 @@ public final class LeaderLoop implements AutoCloseable {
   private long termCounter;
 
   LeaderLoop(LoopSettings settings) {
+    this(settings, new Standby(settings));
+  }
+
+  /** A loop on the given standby: unit tests pass one whose attempts return stub leases. */
+  LeaderLoop(LoopSettings settings, Standby standby) {
     this.settings = settings;
     this.context = settings.context();
     this.listeners = new Listeners(settings.listeners(), context);
-    this.standby = new Standby(settings);
+    this.standby = standby;
     this.wakeup = new Wakeup(settings.time(), closing::get);
   }
 
@@ -173,6 +113,17 @@ public final class LeaderLoop implements AutoCloseable {
    */
   public String candidateId() {
     return settings.lock().candidateId();
+  }
+
+  /**
+   * Returns what this loop's log lines and messages start with, {@code [lock=<key>,
+   * candidate=<id>]}, for lines about the loop written elsewhere (a metrics binder's), so that one
+   * search finds all of a candidate's lines.
+   *
+   * @return the prefix
+   */
+  public String logPrefix() {
+    return context;
   }
 
   /**
@@ -315,14 +266,7 @@ public final class LeaderLoop implements AutoCloseable {
           "A LeaderLoop runs once; this one is " + state.get() + " " + context);
     }
     runner = Thread.currentThread();
-    LOG.info(
-        "{} Leader loop started (takeover {}, retry {}, refresh {}, policy {}, {})",
-        context,
-        settings.takeover(),
-        settings.retryInterval(),
-        settings.refreshInterval(),
-        settings.failurePolicy(),
-        settings.bounds());
+    LOG.info("{} Leader loop started ({})", context, settings.summary());
     try {
       contend(task);
       state.set(State.CLOSED);
@@ -339,140 +283,48 @@ public final class LeaderLoop implements AutoCloseable {
     }
   }
 
-  /** The contend loop: attempt, lead when acquired, apply the failure policy, wait. */
+  /**
+   * The contend loop: attempt; when the lock is won, take the fencing token and lead the term until
+   * it ends; then the standby says how long to wait, or ends the loop (the failure policy).
+   */
   private void contend(LeaderTask task) {
-    int failedTerms = 0;
     while (!closing.get()) {
       long started = settings.time().nanoTime();
-      Optional<AdvisoryLockLease> lease;
+      Optional<TermLease> lease = Optional.empty();
+      LeaderTerm term;
       try {
         lease = standby.attempt();
+        if (lease.isEmpty()) {
+          listeners.attempt(AttemptResult.HELD_ELSEWHERE, since(started), null);
+          if (!wakeup.pause(standby.afterHeldElsewhere())) {
+            return;
+          }
+          continue;
+        }
+        term = TermRunner.begin(lease.get(), termCounter + 1, settings, listeners);
       } catch (AdvisoryLockException e) {
         listeners.attempt(AttemptResult.ERROR, since(started), e);
-        if (closing.get() || e.getCause() instanceof InterruptedException) {
-          return;
-        }
-        if (!standby.reachedDatabase() || fatal(e)) {
-          throw e;
-        }
-        LOG.warn(
-            "{} Attempt failed, retrying in {}: {}",
-            context,
-            settings.retryInterval(),
-            e.getMessage());
-        if (!pause(settings.retryInterval())) {
+        if (closing.get()
+            || e.getCause() instanceof InterruptedException
+            || !wakeup.pause(standby.afterFailure(e, lease.isPresent()))) {
           return;
         }
         continue;
       }
-      if (lease.isEmpty()) {
-        listeners.attempt(AttemptResult.HELD_ELSEWHERE, since(started), null);
-        if (!pause(standby.afterHeldElsewhere())) {
-          return;
-        }
-        continue;
-      }
-      LeaderTerm term = begin(lease.get(), started);
-      if (term == null) {
-        continue; // closed while acquiring, or the token failed under STEP_DOWN
-      }
-      TermRunner runs = new TermRunner(term, listeners, wakeup, closing::get);
-      LossReason reason = runs.lead(task);
+      termCounter++;
+      current = term;
+      TermRunner runner = new TermRunner(term, listeners, wakeup, closing::get);
+      LossReason reason = runner.lead(task, since(started));
       current = null;
-      if (reason == LossReason.CLOSED) {
-        return;
-      }
-      if (settings.failurePolicy() == FailurePolicy.EXIT || reason == LossReason.POOLER_DETECTED) {
-        throw new LeadershipLostException(
-            reason, "Term " + term.term().number() + " ended", key(), candidateId(), term.cause());
-      }
-      failedTerms = runs.refreshes() > 0 ? 1 : failedTerms + 1;
-      Duration backoff = standby.backoff(failedTerms);
-      LOG.info("{} Stepping down; contending again in {}", context, backoff);
-      if (!pause(backoff)) {
+      if (reason == LossReason.CLOSED
+          || !wakeup.pause(standby.afterTerm(term, runner.refreshes()))) {
         return;
       }
     }
-  }
-
-  /**
-   * Whether an attempt's failure ends the loop whatever the policy: any unsafe session under EXIT,
-   * and a transaction-mode pooler always (a configuration error that retrying cannot fix, and every
-   * retry would take the lock on a shared backend). A hot standby under STEP_DOWN is retried: a
-   * failover may promote it.
-   */
-  private boolean fatal(AdvisoryLockException e) {
-    if (!(e instanceof UnsafeSessionException)) {
-      return false;
-    }
-    return settings.failurePolicy() == FailurePolicy.EXIT
-        || ((UnsafeSessionException) e).reason() == LossReason.POOLER_DETECTED;
-  }
-
-  /** Takes the fencing token and announces the term; null if it did not start. */
-  private LeaderTerm begin(AdvisoryLockLease lease, long attemptStart) {
-    TimeSource time = settings.time();
-    long proofStart = time.nanoTime();
-    long proofWall = time.wallMillis();
-    FencingToken token;
-    try {
-      token = lease.fencingToken();
-    } catch (java.sql.SQLException e) {
-      lease.close();
-      return notStarted(
-          attemptStart,
-          new AdvisoryLockException(
-              "Taking the fencing token failed (SQLState " + e.getSQLState() + "); lock released",
-              key(),
-              candidateId(),
-              e));
-    } catch (AdvisoryLockException e) {
-      lease.close();
-      return notStarted(attemptStart, e);
-    }
-    Term t = new Term(++termCounter, key(), candidateId(), time.now(), token, lease.backendPid());
-    LeaderTerm term =
-        new LeaderTerm(
-            t, lease, settings, listeners, Thread.currentThread(), proofStart, proofWall);
-    current = term;
-    if (closing.get()) {
-      current = null;
-      term.end(LossReason.CLOSED, null); // nobody heard of it: no listeners, just the lock
-      return null;
-    }
-    listeners.attempt(AttemptResult.ACQUIRED, since(attemptStart), null);
-    LOG.info(
-        "{} Leadership acquired: term {}, fencing token {}, backend pid {}, database {}",
-        context,
-        t.number(),
-        token,
-        lease.backendPid(),
-        lease.database());
-    listeners.acquired(term);
-    return term;
-  }
-
-  /** A term that could not start (its token failed): the lock is released already; null. */
-  private LeaderTerm notStarted(long attemptStart, AdvisoryLockException failed) {
-    listeners.attempt(AttemptResult.ERROR, since(attemptStart), failed);
-    if ((settings.failurePolicy() == FailurePolicy.EXIT || fatal(failed)) && !closing.get()) {
-      throw failed;
-    }
-    LOG.warn("{} Could not start a term: {}", context, failed.getMessage());
-    pause(settings.retryInterval());
-    return null;
   }
 
   private Duration since(long startNanos) {
     return Duration.ofNanos(settings.time().nanoTime() - startNanos);
-  }
-
-  /** Waits on standby; false if the loop should stop. */
-  private boolean pause(Duration d) {
-    if (d.isZero()) {
-      return !closing.get() && !Thread.currentThread().isInterrupted();
-    }
-    return wakeup.await(d.toNanos(), () -> false);
   }
 
   /**
@@ -491,18 +343,7 @@ public final class LeaderLoop implements AutoCloseable {
     standby.close();
     LeaderTerm t = current;
     if (t != null) {
-      t.end(LossReason.CLOSED, null);
-      if (!t.awaitTask(settings.closeTimeout())) {
-        Thread r = runner;
-        LOG.error(
-            "{} The refresh of term {} on thread {} ignored the interrupt for closeTimeout {};"
-                + " releasing the lock anyway: make the task stop when interrupted",
-            context,
-            t.term().number(),
-            r == null ? "?" : r.getName(),
-            settings.closeTimeout());
-        t.finish();
-      }
+      t.close();
     }
     Thread r = runner;
     if (r == null || r == Thread.currentThread()) {
@@ -516,11 +357,6 @@ public final class LeaderLoop implements AutoCloseable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
-  }
-
-  /** Test seam: the validated settings. */
-  LoopSettings settingsForTests() {
-    return settings;
   }
 
   @Override

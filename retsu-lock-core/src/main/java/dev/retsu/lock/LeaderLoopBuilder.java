@@ -8,31 +8,97 @@ import java.util.Objects;
 import javax.sql.DataSource;
 
 /**
- * Options of a {@link LeaderLoop}; every option has a default ({@code LeaderLoop.DEFAULT_*}) and is
- * checked when set, with a message naming the value and the rule. {@link #build()} checks the rules
- * that tie options together and copies everything into an immutable loop. Not thread-safe.
+ * Options of a {@link LeaderLoop}; every option has a default (the {@code DEFAULT_*} constants
+ * here) and is checked when set, with a message naming the value and the rule. {@link #build()}
+ * checks the rules that tie options together and copies everything into an immutable loop. Not
+ * thread-safe.
  */
 public final class LeaderLoopBuilder {
+
+  /** Default wait between standby attempts: 15 seconds. */
+  public static final Duration DEFAULT_RETRY_INTERVAL = Duration.ofSeconds(15);
+
+  /** Default wait between refreshes: 15 seconds. */
+  public static final Duration DEFAULT_REFRESH_INTERVAL = Duration.ofSeconds(15);
+
+  /** Default retry jitter: each standby wait is drawn from 90 % to 100 % of retryInterval. */
+  public static final double DEFAULT_RETRY_JITTER = 0.1;
+
+  /**
+   * Default failure policy: {@link FailurePolicy#STEP_DOWN}, so one failed refresh in an embedded
+   * library never leaves a service where nobody leads. The Retsu collector sets {@link
+   * FailurePolicy#EXIT}.
+   */
+  public static final FailurePolicy DEFAULT_FAILURE_POLICY = FailurePolicy.STEP_DOWN;
+
+  /** Default limit on one refresh: 60 seconds. */
+  public static final Duration DEFAULT_REFRESH_TIMEOUT = Duration.ofSeconds(60);
+
+  /** Default interval between ownership proofs while leading: 2 seconds. */
+  public static final Duration DEFAULT_HEARTBEAT_INTERVAL = Duration.ofSeconds(2);
+
+  /** Default self-fencing deadline: 8 seconds after the start of the last successful round trip. */
+  public static final Duration DEFAULT_SELF_FENCE_AFTER = Duration.ofSeconds(8);
+
+  /** Default {@code tcp_keepalives_idle} on the leader's session: 5 seconds. */
+  public static final Duration DEFAULT_KEEPALIVE_IDLE = Duration.ofSeconds(5);
+
+  /** Default {@code tcp_keepalives_interval} on the leader's session: 2 seconds. */
+  public static final Duration DEFAULT_KEEPALIVE_INTERVAL = Duration.ofSeconds(2);
+
+  /** Default {@code tcp_keepalives_count} on the leader's session: 3. */
+  public static final int DEFAULT_KEEPALIVE_COUNT = 3;
+
+  /**
+   * Default {@code idle_session_timeout} on the leader's session: 11 seconds, the keepalive bound,
+   * so a paused leader (SIGSTOP, a long GC, a frozen VM, whose kernel still answers keepalives) is
+   * released as soon as a vanished one. Heartbeats keep a healthy leader's session busier than
+   * that.
+   */
+  public static final Duration DEFAULT_IDLE_SESSION_TIMEOUT = Duration.ofSeconds(11);
+
+  /** The least gap between the self-fencing deadline and the server-side bound: 1 second. */
+  public static final Duration MIN_FENCING_MARGIN = ServerBounds.MIN_FENCING_MARGIN;
+
+  /** Default longest wait between failed terms under {@link FailurePolicy#STEP_DOWN}: 5 minutes. */
+  public static final Duration DEFAULT_MAX_BACKOFF = Duration.ofMinutes(5);
+
+  /** Default takeover mode: {@link TakeoverMode#POLL}. */
+  public static final TakeoverMode DEFAULT_TAKEOVER = TakeoverMode.POLL;
+
+  /**
+   * Default longest single wait in {@link TakeoverMode#WAIT} before it is re-armed: 5 minutes. Each
+   * re-arm leaves one {@code lock_timeout} ERROR line in the server log and each wait runs one
+   * deadlock check, so re-arms are rare; the waiting client's own keepalives, not the re-arm,
+   * notice a dead server.
+   */
+  public static final Duration DEFAULT_WAIT_TIMEOUT = Duration.ofMinutes(5);
+
+  /** Default time {@link LeaderLoop#close()} waits for a running refresh to stop: 10 seconds. */
+  public static final Duration DEFAULT_CLOSE_TIMEOUT = Duration.ofSeconds(10);
+
+  /** The longest duration any option takes: 24 days. */
+  public static final Duration MAX_DURATION = Checks.MAX_DURATION;
 
   private final DataSource dataSource;
   private final LockKey key;
   private String candidateId;
-  private Duration retryInterval = LeaderLoop.DEFAULT_RETRY_INTERVAL;
-  private Duration refreshInterval = LeaderLoop.DEFAULT_REFRESH_INTERVAL;
-  private double retryJitter = LeaderLoop.DEFAULT_RETRY_JITTER;
-  private FailurePolicy failurePolicy = LeaderLoop.DEFAULT_FAILURE_POLICY;
-  private Duration refreshTimeout = LeaderLoop.DEFAULT_REFRESH_TIMEOUT;
-  private Duration heartbeatInterval = LeaderLoop.DEFAULT_HEARTBEAT_INTERVAL;
-  private Duration selfFenceAfter = LeaderLoop.DEFAULT_SELF_FENCE_AFTER;
-  private Duration keepaliveIdle = LeaderLoop.DEFAULT_KEEPALIVE_IDLE;
-  private Duration keepaliveInterval = LeaderLoop.DEFAULT_KEEPALIVE_INTERVAL;
-  private int keepaliveCount = LeaderLoop.DEFAULT_KEEPALIVE_COUNT;
-  private Duration idleSessionTimeout = LeaderLoop.DEFAULT_IDLE_SESSION_TIMEOUT;
+  private Duration retryInterval = DEFAULT_RETRY_INTERVAL;
+  private Duration refreshInterval = DEFAULT_REFRESH_INTERVAL;
+  private double retryJitter = DEFAULT_RETRY_JITTER;
+  private FailurePolicy failurePolicy = DEFAULT_FAILURE_POLICY;
+  private Duration refreshTimeout = DEFAULT_REFRESH_TIMEOUT;
+  private Duration heartbeatInterval = DEFAULT_HEARTBEAT_INTERVAL;
+  private Duration selfFenceAfter = DEFAULT_SELF_FENCE_AFTER;
+  private Duration keepaliveIdle = DEFAULT_KEEPALIVE_IDLE;
+  private Duration keepaliveInterval = DEFAULT_KEEPALIVE_INTERVAL;
+  private int keepaliveCount = DEFAULT_KEEPALIVE_COUNT;
+  private Duration idleSessionTimeout = DEFAULT_IDLE_SESSION_TIMEOUT;
   private Duration roundTripTimeout = AdvisoryLock.DEFAULT_ROUND_TRIP_TIMEOUT;
-  private Duration maxBackoff = LeaderLoop.DEFAULT_MAX_BACKOFF;
-  private Duration closeTimeout = LeaderLoop.DEFAULT_CLOSE_TIMEOUT;
-  private TakeoverMode takeover = LeaderLoop.DEFAULT_TAKEOVER;
-  private Duration waitTimeout = LeaderLoop.DEFAULT_WAIT_TIMEOUT;
+  private Duration maxBackoff = DEFAULT_MAX_BACKOFF;
+  private Duration closeTimeout = DEFAULT_CLOSE_TIMEOUT;
+  private TakeoverMode takeover = DEFAULT_TAKEOVER;
+  private Duration waitTimeout = DEFAULT_WAIT_TIMEOUT;
   private final List<LeaderListener> listeners = new ArrayList<>();
   private TimeSource time = TimeSource.SYSTEM;
 
@@ -252,6 +318,11 @@ public final class LeaderLoopBuilder {
    * @throws IllegalStateException if options contradict each other (the message says which)
    */
   public LeaderLoop build() {
+    return new LeaderLoop(settings());
+  }
+
+  /** The validated settings {@link #build()} makes a loop from; unit tests read them directly. */
+  LoopSettings settings() {
     ServerBounds bounds =
         new ServerBounds(keepaliveIdle, keepaliveInterval, keepaliveCount, idleSessionTimeout);
     AdvisoryLock.Builder lock =
@@ -260,22 +331,21 @@ public final class LeaderLoopBuilder {
     if (candidateId != null) {
       lock.candidateId(candidateId);
     }
-    return new LeaderLoop(
-        new LoopSettings(
-            lock.build(),
-            retryInterval,
-            refreshInterval,
-            retryJitter,
-            failurePolicy,
-            refreshTimeout,
-            heartbeatInterval,
-            selfFenceAfter,
-            bounds,
-            maxBackoff,
-            closeTimeout,
-            takeover,
-            waitTimeout,
-            listeners,
-            time));
+    return new LoopSettings(
+        lock.build(),
+        retryInterval,
+        refreshInterval,
+        retryJitter,
+        failurePolicy,
+        refreshTimeout,
+        heartbeatInterval,
+        selfFenceAfter,
+        bounds,
+        maxBackoff,
+        closeTimeout,
+        takeover,
+        waitTimeout,
+        listeners,
+        time);
   }
 }

@@ -23,7 +23,7 @@ final class LeaderTerm implements LeaderContext, AdvisoryLockLease.Watcher {
   private static final Logger LOG = LoggerFactory.getLogger(LeaderTerm.class);
 
   final LoopSettings settings;
-  final AdvisoryLockLease lease;
+  final TermLease lease;
   final SelfFence fence;
   private final Term term;
   private final Listeners listeners;
@@ -44,7 +44,7 @@ final class LeaderTerm implements LeaderContext, AdvisoryLockLease.Watcher {
 
   LeaderTerm(
       Term term,
-      AdvisoryLockLease lease,
+      TermLease lease,
       LoopSettings settings,
       Listeners listeners,
       Thread runner,
@@ -322,8 +322,27 @@ final class LeaderTerm implements LeaderContext, AdvisoryLockLease.Watcher {
     }
   }
 
+  /**
+   * Ends the term for {@code LeaderLoop.close()}, from any thread: a running refresh is interrupted
+   * and awaited up to {@code closeTimeout}; one that ignores the interrupt past it is logged at
+   * ERROR, naming its thread, and the lock is released anyway.
+   */
+  void close() {
+    end(LossReason.CLOSED, null);
+    if (!awaitTask(settings.closeTimeout())) {
+      LOG.error(
+          "{} The refresh of term {} on thread {} ignored the interrupt for closeTimeout {};"
+              + " releasing the lock anyway: make the task stop when interrupted",
+          settings.context(),
+          term.number(),
+          runner.getName(),
+          settings.closeTimeout());
+      finish();
+    }
+  }
+
   /** Waits up to {@code timeout} for a running refresh to return; true if none is running. */
-  boolean awaitTask(Duration timeout) {
+  private boolean awaitTask(Duration timeout) {
     if (!inTask) {
       return true;
     }

@@ -40,4 +40,18 @@ record LoopSettings(
   String context() {
     return lock.context();
   }
+
+  /** The settings a loop logs when it starts. */
+  String summary() {
+    return "takeover "
+        + takeover
+        + ", retry "
+        + retryInterval
+        + ", refresh "
+        + refreshInterval
+        + ", policy "
+        + failurePolicy
+        + ", "
+        + bounds;
+  }
 }

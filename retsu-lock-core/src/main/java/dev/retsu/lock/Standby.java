@@ -4,30 +4,46 @@ import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.DoubleSupplier;
+import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A candidate that does not lead: one attempt at a time, in {@link TakeoverMode#POLL} (borrow a
  * connection, try the lock, give the connection back holding nothing) or {@link TakeoverMode#WAIT}
- * (block on the standing waiting session, opened at first use), and how long to wait after each. It
- * never holds a pooled connection between attempts; in WAIT it holds only its own waiting session,
- * which {@link #close()} aborts at once. Thread-safe: attempts from the loop's thread, {@link
+ * (block on the standing waiting session, opened at first use), and how long to wait after each:
+ * after the lock was held elsewhere, after a failure, and after a term ended, where the {@link
+ * FailurePolicy} decides between ending the loop (EXIT) and backing off (STEP_DOWN). It never holds
+ * a pooled connection between attempts; in WAIT it holds only its own waiting session, which {@link
+ * #close()} aborts at once. Thread-safe: attempts and decisions from the loop's thread, {@link
  * #close()} from any.
  */
 final class Standby implements AutoCloseable {
 
+  private static final Logger LOG = LoggerFactory.getLogger(Standby.class);
+
   private final LoopSettings settings;
   private final DoubleSupplier random;
+  private final Supplier<Optional<TermLease>> poll;
   private volatile LockWaiter waiter;
   private volatile boolean closed;
   private volatile boolean reached;
+  private int failedTerms;
 
   Standby(LoopSettings settings) {
-    this(settings, () -> ThreadLocalRandom.current().nextDouble());
+    this(
+        settings,
+        () -> ThreadLocalRandom.current().nextDouble(),
+        () -> settings.lock().tryAcquire().map(AdvisoryTermLease::new));
   }
 
-  Standby(LoopSettings settings, DoubleSupplier random) {
+  /**
+   * A standby with its own randomness and POLL attempts: unit tests pass a stub for the database.
+   */
+  Standby(LoopSettings settings, DoubleSupplier random, Supplier<Optional<TermLease>> poll) {
     this.settings = settings;
     this.random = random;
+    this.poll = poll;
   }
 
   /**
@@ -37,9 +53,9 @@ final class Standby implements AutoCloseable {
    *     out)
    * @throws AdvisoryLockException if the attempt failed (the waiting session is then gone)
    */
-  Optional<AdvisoryLockLease> attempt() {
+  Optional<TermLease> attempt() {
     if (settings.takeover() == TakeoverMode.POLL) {
-      Optional<AdvisoryLockLease> lease = settings.lock().tryAcquire();
+      Optional<TermLease> lease = poll.get();
       reached = true;
       if (lease.isEmpty()) {
         WarmUp.leaderPath(); // a standby now: load what a takeover will run
@@ -63,7 +79,7 @@ final class Standby implements AutoCloseable {
       if (granted.isPresent()) {
         waiter = null; // its session now belongs to the lease
       }
-      return granted;
+      return granted.map(AdvisoryTermLease::new);
     } catch (AdvisoryLockException e) {
       waiter = null; // the waiter ended its session
       throw e;
@@ -71,11 +87,66 @@ final class Standby implements AutoCloseable {
   }
 
   /**
-   * Whether any attempt has reached the database: until then a failure is a configuration error
-   * (wrong URL, no such database) and fails fast; after it, a failure is an outage to ride out.
+   * After an attempt failed, or the term it won could not start ({@code leaseTaken}: its fencing
+   * token failed and the lock was released): the wait before the next attempt, or the failure
+   * thrown when it ends the loop. Until an attempt has reached the database a failure is a
+   * configuration error (wrong URL, no such database) and fails fast; after it, a failure is an
+   * outage to ride out. A term that could not start ends the loop under EXIT.
+   *
+   * @throws AdvisoryLockException {@code failure}, when it ends the loop
    */
-  boolean reachedDatabase() {
-    return reached;
+  Duration afterFailure(AdvisoryLockException failure, boolean leaseTaken) {
+    if (!reached || fatal(failure) || (leaseTaken && exits())) {
+      throw failure;
+    }
+    if (leaseTaken) {
+      LOG.warn("{} Could not start a term: {}", settings.context(), failure.getMessage());
+    } else {
+      LOG.warn(
+          "{} Attempt failed, retrying in {}: {}",
+          settings.context(),
+          settings.retryInterval(),
+          failure.getMessage());
+    }
+    return settings.retryInterval();
+  }
+
+  /**
+   * After a term ended other than by {@code close()}: under EXIT (and always after a transaction
+   * pooler was detected) the loop ends; under STEP_DOWN the wait before contending again, the
+   * {@link #backoff} of the failed terms in a row (a term that refreshed at least once starts the
+   * count again).
+   *
+   * @throws LeadershipLostException when the loop ends: the term's reason, its cause kept
+   */
+  Duration afterTerm(LeaderTerm term, int refreshes) {
+    LossReason reason = term.reason();
+    if (exits() || reason == LossReason.POOLER_DETECTED) {
+      Term t = term.term();
+      throw new LeadershipLostException(
+          reason, "Term " + t.number() + " ended", t.key(), t.candidateId(), term.cause());
+    }
+    failedTerms = refreshes > 0 ? 1 : failedTerms + 1;
+    Duration backoff = backoff(failedTerms);
+    LOG.info("{} Stepping down; contending again in {}", settings.context(), backoff);
+    return backoff;
+  }
+
+  private boolean exits() {
+    return settings.failurePolicy() == FailurePolicy.EXIT;
+  }
+
+  /**
+   * Whether a failure ends the loop whatever the policy: any unsafe session under EXIT, and a
+   * transaction-mode pooler always (a configuration error that retrying cannot fix, and every retry
+   * would take the lock on a shared backend). A hot standby under STEP_DOWN is retried: a failover
+   * may promote it.
+   */
+  private boolean fatal(AdvisoryLockException e) {
+    if (!(e instanceof UnsafeSessionException)) {
+      return false;
+    }
+    return exits() || ((UnsafeSessionException) e).reason() == LossReason.POOLER_DETECTED;
   }
 
   /** After an attempt found the lock held elsewhere: POLL waits a jittered retry interval. */

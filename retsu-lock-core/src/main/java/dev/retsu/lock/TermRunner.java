@@ -7,11 +7,11 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Leads one term on the loop's thread: refresh, then wait on the session's socket until the next
- * refresh, proving ownership every {@code heartbeatInterval} when nothing else did, until the term
- * ends. Between refreshes a terminated session or a stopped server ends the term within
- * milliseconds, because the wait is a read on the session's own socket. Not thread-safe: one runner
- * per term.
+ * One term on the loop's thread, from its start to its end: take the fencing token, announce the
+ * term, then refresh and wait on the session's socket until the next refresh, proving ownership
+ * every {@code heartbeatInterval} when nothing else did, until the term ends. Between refreshes a
+ * terminated session or a stopped server ends the term within milliseconds, because the wait is a
+ * read on the session's own socket. Not thread-safe: one runner per term.
  */
 final class TermRunner {
 
@@ -35,9 +35,58 @@ final class TermRunner {
   }
 
   /**
-   * Leads until the term ends; returns once its end is finished (listeners told, lock released).
+   * Takes the fencing token on the lease's session: the term, not announced yet. A round trip that
+   * starts here is the term's first proof of ownership.
+   *
+   * @throws AdvisoryLockException if the token could not be taken; the lease is closed then
    */
-  LossReason lead(LeaderTask task) {
+  static LeaderTerm begin(
+      TermLease lease, long number, LoopSettings settings, Listeners listeners) {
+    TimeSource time = settings.time();
+    long proofStart = time.nanoTime();
+    long proofWall = time.wallMillis();
+    LockKey key = settings.lock().key();
+    String candidateId = settings.lock().candidateId();
+    FencingToken token;
+    try {
+      token = lease.fencingToken();
+    } catch (SQLException e) {
+      lease.close();
+      throw new AdvisoryLockException(
+          "Taking the fencing token failed (SQLState " + e.getSQLState() + "); lock released",
+          key,
+          candidateId,
+          e);
+    } catch (AdvisoryLockException e) {
+      lease.close();
+      throw e;
+    }
+    Term t = new Term(number, key, candidateId, time.now(), token, lease.backendPid());
+    return new LeaderTerm(
+        t, lease, settings, listeners, Thread.currentThread(), proofStart, proofWall);
+  }
+
+  /**
+   * Announces the term, then leads until it ends; returns once its end is finished (listeners told,
+   * lock released). A loop closed before the announcement releases the lock and tells nobody.
+   *
+   * @param attemptTook how long the attempt that won the lock took, for {@code onAttempt}
+   */
+  LossReason lead(LeaderTask task, Duration attemptTook) {
+    if (closed.getAsBoolean()) {
+      term.end(LossReason.CLOSED, null); // nobody heard of it: no listeners, just the lock
+      return LossReason.CLOSED;
+    }
+    Term t = term.term();
+    listeners.attempt(AttemptResult.ACQUIRED, attemptTook, null);
+    LOG.info(
+        "{} Leadership acquired: term {}, fencing token {}, backend pid {}, database {}",
+        settings.context(),
+        t.number(),
+        t.fencingToken(),
+        t.backendPid(),
+        term.lease.database());
+    listeners.acquired(term);
     TermWatchdog watchdog = TermWatchdog.start(term, term.term().candidateId());
     try {
       while (refresh(task, watchdog)) {

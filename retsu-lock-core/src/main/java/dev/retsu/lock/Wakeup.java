@@ -1,5 +1,6 @@
 package dev.retsu.lock;
 
+import java.time.Duration;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.BooleanSupplier;
@@ -42,6 +43,18 @@ final class Wakeup {
       return false;
     }
     return !stop.getAsBoolean() && !Thread.currentThread().isInterrupted();
+  }
+
+  /**
+   * Waits {@code d} on standby (zero: not at all).
+   *
+   * @return false if the loop should stop
+   */
+  boolean pause(Duration d) {
+    if (d.isZero()) {
+      return !stop.getAsBoolean() && !Thread.currentThread().isInterrupted();
+    }
+    return await(d.toNanos(), () -> false);
   }
 
   void wakeAll() {

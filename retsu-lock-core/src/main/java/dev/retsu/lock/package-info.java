@@ -33,20 +33,31 @@
  *   <tr><td>5. at most one acting leader</td><td>{@code LeaderTerm} (end order, checks), with
  *       {@code SelfFence} (client deadline), {@code ServerBounds} (server side) and {@code
  *       internal.PgSession} (the socket probe)</td>
- *       <td>{@code ActingLeaderIntegrationTest}, {@code FaultInjectionIntegrationTest}</td></tr>
+ *       <td>{@code ActingLeaderIntegrationTest}, {@code FaultInjectionIntegrationTest}; the end
+ *       order without a database: {@code TermEndTest}</td></tr>
  *   <tr><td>6. never stuck, never silent</td><td>{@link dev.retsu.lock.LeaderLoop} (the contend
- *       loop, lifecycle), {@code Standby}</td>
+ *       loop, lifecycle), {@code Standby} (attempts, EXIT or STEP_DOWN, backoff), {@code
+ *       TermRunner} (one term from its token to its end)</td>
  *       <td>{@code LeaderLoopIntegrationTest.stepDownContendsAgainWithStrictlyIncreasingFencingTokens},
- *       {@code LeaderLoopIntegrationTest.firstAttemptAgainstAnUnreachableDatabaseFailsFast}</td></tr>
+ *       {@code LeaderLoopIntegrationTest.firstAttemptAgainstAnUnreachableDatabaseFailsFast}; the
+ *       decisions without a database: {@code LoopPolicyTest}</td></tr>
  *   <tr><td>7. leader-only gauges</td><td>{@code QueueStateMetrics} (retsu-lock-micrometer)</td>
  *       <td>{@code QueueStateFailoverIntegrationTest}</td></tr>
- *   <tr><td>8. fencing</td><td>{@code SessionSql.fencingToken}, taken by {@link
- *       dev.retsu.lock.LeaderLoop} when a term begins</td>
+ *   <tr><td>8. fencing</td><td>{@code SessionSql.fencingToken}, taken by {@code
+ *       TermRunner.begin} when a term begins</td>
  *       <td>{@code ReplicaFailoverIntegrationTest},
  *       {@code LeaderLoopIntegrationTest.serverRestartWhileLeadingUnderStepDownElectsALeaderAgain}</td></tr>
  * </table>
  *
- * <p>The loop's decisions without a database (bounds, the deadline on two clocks, jitter, backoff)
- * are unit-tested in {@code LoopDecisionsTest} through the package's {@code TimeSource}.
+ * <h2>Tests</h2>
+ *
+ * <p>Unit tests ({@code *Test}, Surefire) need no database and take milliseconds: {@code
+ * LoopDecisionsTest} (bounds, the deadline on two clocks, jitter, backoff), {@code LoopPolicyTest}
+ * (EXIT or STEP_DOWN, what ends the loop and what it rides out), {@code TermEndTest} (the order in
+ * which a term ends and what listeners hear), {@code LeaderLoopBuilderTest}, {@code LockKeyTest},
+ * and {@code ModuleDescriptorTest} (the module exports this package only). They run the real loop
+ * on the package's seams: {@code TimeSource} (a simulated clock) and {@code TermLease} (what a term
+ * does with its lease; a stub instead of {@link dev.retsu.lock.AdvisoryLockLease}). Integration
+ * tests ({@code *IntegrationTest}, Failsafe) prove each invariant against PostgreSQL.
  */
 package dev.retsu.lock;

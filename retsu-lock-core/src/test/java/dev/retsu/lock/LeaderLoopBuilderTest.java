@@ -14,15 +14,26 @@ class LeaderLoopBuilderTest {
 
   @Test
   void defaultsStepDownInsteadOfLeavingAZombieAndBuild() {
-    assertThat(LeaderLoop.DEFAULT_RETRY_INTERVAL).isEqualTo(Duration.ofSeconds(15));
-    assertThat(LeaderLoop.DEFAULT_REFRESH_INTERVAL).isEqualTo(Duration.ofSeconds(15));
-    assertThat(LeaderLoop.DEFAULT_FAILURE_POLICY).isEqualTo(FailurePolicy.STEP_DOWN);
+    assertThat(LeaderLoopBuilder.DEFAULT_RETRY_INTERVAL).isEqualTo(Duration.ofSeconds(15));
+    assertThat(LeaderLoopBuilder.DEFAULT_REFRESH_INTERVAL).isEqualTo(Duration.ofSeconds(15));
+    assertThat(LeaderLoopBuilder.DEFAULT_FAILURE_POLICY).isEqualTo(FailurePolicy.STEP_DOWN);
     LeaderLoop loop = b.build();
     assertThat(loop.state()).isEqualTo(LeaderLoop.State.NEW);
     assertThat(loop.isLeader()).isFalse();
     assertThat(loop.currentTerm()).isEmpty();
     loop.close();
     assertThat(loop.state()).isEqualTo(LeaderLoop.State.CLOSED);
+  }
+
+  @Test
+  void theLogPrefixNamesTheKeyAndTheCandidateAsEveryLogLineOfTheLoopDoes() {
+    LeaderLoop loop =
+        LeaderLoop.builder(new PGSimpleDataSource(), LockKey.named("billing", "invoice-run"))
+            .candidateId("worker-1")
+            .build();
+    assertThat(loop.logPrefix())
+        .matches("\\[lock=billing:invoice-run 0x[0-9a-f]{16} \\(-?[0-9]+\\), candidate=worker-1]");
+    assertThat(loop.toString()).isEqualTo("LeaderLoop" + loop.logPrefix() + "{NEW}");
   }
 
   @Test

@@ -52,12 +52,13 @@ class LeaderLoopFakeTimeIntegrationTest {
     assertThat(sleepsBeforeRefresh.get(0)).as("no wait before the first refresh").isZero();
     for (int i = 1; i < refreshTimes.size(); i++) {
       assertThat(Duration.ofNanos(refreshTimes.get(i) - refreshTimes.get(i - 1)))
-          .isEqualTo(LeaderLoop.DEFAULT_REFRESH_INTERVAL);
+          .isEqualTo(LeaderLoopBuilder.DEFAULT_REFRESH_INTERVAL);
     }
     // Between refreshes the leader never waits longer than one heartbeat interval.
     assertThat(time.sleeps)
         .isNotEmpty()
-        .allSatisfy(d -> assertThat(d).isLessThanOrEqualTo(LeaderLoop.DEFAULT_HEARTBEAT_INTERVAL));
+        .allSatisfy(
+            d -> assertThat(d).isLessThanOrEqualTo(LeaderLoopBuilder.DEFAULT_HEARTBEAT_INTERVAL));
   }
 
   @Test
@@ -96,7 +97,7 @@ class LeaderLoopFakeTimeIntegrationTest {
                 loop.run(
                     ctx -> {
                       before.add(ctx.isLeader());
-                      time.advance(LeaderLoop.DEFAULT_SELF_FENCE_AFTER); // a long pause
+                      time.advance(LeaderLoopBuilder.DEFAULT_SELF_FENCE_AFTER); // a long pause
                       before.add(ctx.isLeader());
                       ctx.ensureLeader(); // throws: no side effect after the deadline
                       before.add(true);
@@ -125,7 +126,7 @@ class LeaderLoopFakeTimeIntegrationTest {
                     ctx -> {
                       before.add(ctx.isLeader());
                       // System suspend: the wall clock moves on, the monotonic clock does not.
-                      time.suspend(LeaderLoop.DEFAULT_SELF_FENCE_AFTER);
+                      time.suspend(LeaderLoopBuilder.DEFAULT_SELF_FENCE_AFTER);
                       before.add(ctx.isLeader());
                       ctx.ensureLeader();
                       before.add(true);
@@ -165,7 +166,7 @@ class LeaderLoopFakeTimeIntegrationTest {
               if (!toldOn.isEmpty()) {
                 return; // later terms: do nothing
               }
-              time.advance(LeaderLoop.DEFAULT_SELF_FENCE_AFTER.plusMillis(1));
+              time.advance(LeaderLoopBuilder.DEFAULT_SELF_FENCE_AFTER.plusMillis(1));
               try {
                 never.await(); // stuck, e.g. in a call that does not check the context
               } catch (InterruptedException e) {

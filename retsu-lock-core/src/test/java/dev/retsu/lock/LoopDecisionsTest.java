@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 
@@ -17,7 +18,7 @@ class LoopDecisionsTest {
   private static final DataSource NO_DATABASE = new DelegatingDataSource(null);
 
   private static LoopSettings settings(LeaderLoopBuilder b) {
-    return b.build().settingsForTests();
+    return b.settings();
   }
 
   private static LeaderLoopBuilder builder() {
@@ -28,10 +29,10 @@ class LoopDecisionsTest {
   void serverBoundIsTheSoonerOfKeepalivesAndIdleTimeout() {
     ServerBounds defaults =
         new ServerBounds(
-            LeaderLoop.DEFAULT_KEEPALIVE_IDLE,
-            LeaderLoop.DEFAULT_KEEPALIVE_INTERVAL,
-            LeaderLoop.DEFAULT_KEEPALIVE_COUNT,
-            LeaderLoop.DEFAULT_IDLE_SESSION_TIMEOUT);
+            LeaderLoopBuilder.DEFAULT_KEEPALIVE_IDLE,
+            LeaderLoopBuilder.DEFAULT_KEEPALIVE_INTERVAL,
+            LeaderLoopBuilder.DEFAULT_KEEPALIVE_COUNT,
+            LeaderLoopBuilder.DEFAULT_IDLE_SESSION_TIMEOUT);
     assertThat(defaults.keepaliveBound()).isEqualTo(Duration.ofSeconds(11));
     assertThat(defaults.bound())
         .as("a paused leader is released as fast as a vanished one")
@@ -108,13 +109,14 @@ class LoopDecisionsTest {
     LoopSettings s =
         settings(
             builder().retryInterval(Duration.ofSeconds(10)).maxBackoff(Duration.ofSeconds(50)));
-    assertThat(new Standby(s, () -> 0.0).jittered())
+    assertThat(new Standby(s, () -> 0.0, Optional::empty).jittered())
         .as("jitter never lengthens the wait: retryInterval bounds a POLL takeover")
         .isEqualTo(Duration.ofSeconds(10));
-    assertThat(new Standby(s, () -> 0.5).jittered()).isEqualTo(Duration.ofMillis(9_500));
-    assertThat(new Standby(s, () -> 0.999_999).jittered())
+    assertThat(new Standby(s, () -> 0.5, Optional::empty).jittered())
+        .isEqualTo(Duration.ofMillis(9_500));
+    assertThat(new Standby(s, () -> 0.999_999, Optional::empty).jittered())
         .isBetween(Duration.ofSeconds(9), Duration.ofMillis(9_001));
-    Standby standby = new Standby(s, () -> 0.5);
+    Standby standby = new Standby(s, () -> 0.5, Optional::empty);
     assertThat(List.of(1, 2, 3, 4, 5).stream().map(standby::backoff))
         .containsExactly(
             Duration.ofSeconds(10),
@@ -123,7 +125,7 @@ class LoopDecisionsTest {
             Duration.ofSeconds(50),
             Duration.ofSeconds(50));
     assertThat(
-            new Standby(settings(builder().takeover(TakeoverMode.WAIT)), () -> 0.5)
+            new Standby(settings(builder().takeover(TakeoverMode.WAIT)), () -> 0.5, Optional::empty)
                 .afterHeldElsewhere())
         .as("a WAIT standby re-arms at once: the blocking wait was the wait")
         .isZero();

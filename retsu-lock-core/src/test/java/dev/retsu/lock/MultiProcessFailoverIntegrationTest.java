@@ -3,6 +3,7 @@ package dev.retsu.lock;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.retsu.lock.faults.FaultCandidate;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.ProcessOutput;
 import dev.retsu.lock.testing.TestDatabase;
@@ -34,7 +35,8 @@ class MultiProcessFailoverIntegrationTest {
     Candidate(String id, Process process) {
       this.id = id;
       this.process = process;
-      ProcessOutput.follow(process, "retsu-lock-test-reader-" + id, lines::add);
+      ProcessOutput.follow(
+          process, "retsu-lock-test-reader-" + id, line -> lines.add(FaultCandidate.event(line)));
     }
 
     boolean acquired() {
@@ -58,19 +60,8 @@ class MultiProcessFailoverIntegrationTest {
   }
 
   private Candidate launch(TestDatabase db, String id, long key) throws IOException {
-    String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
     ProcessBuilder pb =
-        new ProcessBuilder(
-            java,
-            "-Xmx128m",
-            "-cp",
-            System.getProperty("java.class.path"),
-            CandidateProcess.class.getName(),
-            db.jdbcUrl(),
-            db.user(),
-            id,
-            Long.toString(key),
-            "200");
+        new ProcessBuilder(FaultCandidate.exitingOnLoss(db.jdbcUrl(), db.user(), id, key));
     pb.redirectError(Path.of("target", "candidate-" + id + ".log").toFile());
     Candidate c = new Candidate(id, pb.start());
     candidates.add(c);
@@ -85,9 +76,7 @@ class MultiProcessFailoverIntegrationTest {
     await().atMost(WITHIN).until(() -> a.acquired() || b.acquired());
     Candidate leader = a.acquired() ? a : b;
     Candidate standby = leader == a ? b : a;
-    await()
-        .atMost(WITHIN)
-        .until(() -> leader.lines.stream().anyMatch(l -> l.startsWith("REFRESH")));
+    await().atMost(WITHIN).until(() -> leader.lines.stream().anyMatch(l -> l.startsWith("EFFECT")));
     assertThat(standby.acquired()).isFalse();
 
     leader.process.destroyForcibly(); // SIGKILL: no shutdown hook, the OS closes the socket
@@ -112,7 +101,7 @@ class MultiProcessFailoverIntegrationTest {
 
     assertThat(a.process.waitFor(30, TimeUnit.SECONDS)).isTrue();
     assertThat(a.process.exitValue()).isEqualTo(3);
-    assertThat(a.lines).contains("LOST SESSION_LOST", "EXIT SESSION_LOST 57P01");
+    assertThat(a.lines).contains("LOST 1 SESSION_LOST", "EXIT SESSION_LOST 57P01");
     await().atMost(WITHIN).until(b::acquired);
   }
 
@@ -128,7 +117,7 @@ class MultiProcessFailoverIntegrationTest {
     assertThat(a.process.toHandle().destroy()).isTrue();
 
     assertThat(a.process.waitFor(30, TimeUnit.SECONDS)).isTrue();
-    assertThat(a.lines).contains("LOST CLOSED");
+    assertThat(a.lines).contains("LOST 1 CLOSED");
     await().atMost(WITHIN).until(b::acquired);
   }
 

@@ -3,6 +3,7 @@ package dev.retsu.lock;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.retsu.lock.faults.FaultCandidate;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
 import java.nio.charset.StandardCharsets;
@@ -54,16 +55,7 @@ class SecurityIntegrationTest {
         }) {
       Path log = Path.of("target", "security-candidate-" + System.nanoTime() + ".log");
       Process p =
-          new ProcessBuilder(
-                  Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                  "-cp",
-                  System.getProperty("java.class.path"),
-                  CandidateProcess.class.getName(),
-                  url,
-                  db.user(),
-                  "secret-test",
-                  "31337",
-                  "200")
+          new ProcessBuilder(FaultCandidate.exitingOnLoss(url, db.user(), "secret-test", 31337))
               .redirectErrorStream(true)
               .redirectOutput(log.toFile())
               .start();

@@ -32,19 +32,16 @@ class SessionProbeIntegrationTest {
    */
   @Test
   void aWaitingSessionsClientSocketCarriesTheLeadersKeepalives(TestDatabase db) throws Exception {
-    LeaderLoop loop =
+    LoopSettings settings =
         LeaderLoop.builder(db.dataSource(), TestKeys.next())
             .serverKeepalives(Duration.ofSeconds(7), Duration.ofSeconds(3), 4)
-            .build();
-    try (LockWaiter waiter =
-        LockWaiter.open(loop.settingsForTests().lock(), Duration.ofMinutes(5))) {
+            .settings();
+    try (LockWaiter waiter = LockWaiter.open(settings.lock(), Duration.ofMinutes(5))) {
       Socket socket = socketOf(waiter.connection());
       assertThat(socket.getKeepAlive()).isTrue();
       assertThat(socket.getOption(ExtendedSocketOptions.TCP_KEEPIDLE)).isEqualTo(7);
       assertThat(socket.getOption(ExtendedSocketOptions.TCP_KEEPINTERVAL)).isEqualTo(3);
       assertThat(socket.getOption(ExtendedSocketOptions.TCP_KEEPCOUNT)).isEqualTo(4);
-    } finally {
-      loop.close();
     }
   }
 

@@ -1,6 +1,6 @@
 package dev.retsu.lock.benchmarks;
 
-import dev.retsu.lock.LeaderLoop;
+import dev.retsu.lock.LeaderLoopBuilder;
 import dev.retsu.lock.testing.FaultProxy;
 import java.io.IOException;
 import java.io.InputStream;
@@ -20,6 +20,7 @@ import org.openjdk.jmh.runner.Runner;
 import org.openjdk.jmh.runner.RunnerException;
 import org.openjdk.jmh.runner.options.OptionsBuilder;
 import org.openjdk.jmh.runner.options.TimeValue;
+import org.openjdk.jmh.runner.options.VerboseMode;
 
 /**
  * The benchmark command line.
@@ -163,7 +164,7 @@ public final class BenchmarkMain {
           // WAIT holds a session per standby: 100 is already more than a key should have.
           int waiting = Math.min(100, profile.oneKeyCandidates());
           Progress.log("scale: %d loops on one key, WAIT", waiting);
-          report.scale(scale.oneKey(waiting, LeaderLoop.DEFAULT_RETRY_INTERVAL, "wait"));
+          report.scale(scale.oneKey(waiting, LeaderLoopBuilder.DEFAULT_RETRY_INTERVAL, "wait"));
           report.write(out);
         }
         Progress.log("scale: keys %s", Arrays.toString(profile.keySteps()));
@@ -203,6 +204,8 @@ public final class BenchmarkMain {
             "-Dretsu.bench.jdbcUrl=" + env.jdbcUrl(),
             "-Dretsu.bench.user=" + env.user(),
             "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
+        // the smoke run's console is the build log: its progress lines, not every JMH iteration
+        .verbosity(profile.smoke() ? VerboseMode.SILENT : VerboseMode.NORMAL)
         .shouldFailOnError(true);
     return new ArrayList<>(new Runner(options.build()).run());
   }

@@ -143,7 +143,9 @@ public class LockBenchmarks {
   /**
    * What {@code ensureLeader()} costs on a live, quiet session: a read of what is already on the
    * socket, no round trip. The read waits at most 1 ms (the smallest socket timeout), which is what
-   * a quiet session costs.
+   * a quiet session costs. It calls core's internal {@code PgSession} directly: core's module does
+   * not export {@code dev.retsu.lock.internal}, so this works only because the benchmarks run on
+   * the class path (the shaded jar carries no module descriptor).
    *
    * @param s the state
    * @return what the socket showed

@@ -330,9 +330,9 @@ final class ScaleBenchmark {
   private static void step(ScheduledExecutorService pool, Driven d, int c, AtomicLong failures) {
     long retry =
         (long)
-            (LeaderLoop.DEFAULT_RETRY_INTERVAL.toMillis()
+            (LeaderLoopBuilder.DEFAULT_RETRY_INTERVAL.toMillis()
                 * (0.9 + 0.2 * ThreadLocalRandom.current().nextDouble()));
-    long beat = LeaderLoop.DEFAULT_HEARTBEAT_INTERVAL.toMillis();
+    long beat = LeaderLoopBuilder.DEFAULT_HEARTBEAT_INTERVAL.toMillis();
     AdvisoryLockLease lease = d.leases[c];
     try {
       if (lease == null) {

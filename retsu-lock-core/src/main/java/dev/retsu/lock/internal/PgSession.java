@@ -226,7 +226,15 @@ public final class PgSession {
 
   private static boolean pgjdbcPresent() {
     try {
-      Class.forName("org.postgresql.core.BaseConnection", false, PgSession.class.getClassLoader());
+      Class<?> pgjdbc =
+          Class.forName(
+              "org.postgresql.core.BaseConnection", false, PgSession.class.getClassLoader());
+      // Core as a named module reads pgjdbc's automatic module when both are on the module path
+      // (requires static). With pgjdbc on the class path instead, it must ask to read it.
+      Module self = PgSession.class.getModule();
+      if (!self.canRead(pgjdbc.getModule())) {
+        self.addReads(pgjdbc.getModule());
+      }
       return true;
     } catch (ClassNotFoundException | LinkageError e) {
       return false;

@@ -13,19 +13,23 @@ import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Locale;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicReference;
 import org.postgresql.ds.PGSimpleDataSource;
 
 /**
- * A candidate JVM for the fault suite. Every line it prints on stdout starts with {@code T
- * <System.nanoTime()>}; on Linux that is CLOCK_MONOTONIC, one clock for every process on the
- * machine, so the parent compares the children's events on one time base.
+ * The one candidate JVM of the tests: the fault suite's members, and the multi-process and security
+ * tests' candidates ({@link #command} builds its command line). Every line it prints on stdout
+ * starts with {@code T <System.nanoTime()>}; on Linux that is CLOCK_MONOTONIC, one clock for every
+ * process on the machine, so the parent compares the children's events on one time base.
  *
  * <p>Its leader task takes time, like real leader work: each refresh draws, from a {@link Random}
  * seeded by an argument, a duration spent before {@link LeaderContext#ensureLeader()} and one spent
@@ -58,11 +62,13 @@ import org.postgresql.ds.PGSimpleDataSource;
  * pg_advisory_unlock_all()} on the lease's connection), {@code IDLE} (the task idles {@code
  * lingerMs}, e.g. in a transaction).
  *
- * <p>Runs under {@link FailurePolicy#STEP_DOWN} with the fast bounds of {@link FaultTiming}. A
- * SIGTERM runs {@link LeaderLoop#close()} from a shutdown hook (a graceful stop).
+ * <p>Runs with the fast bounds of {@link FaultTiming}, under {@link FailurePolicy#STEP_DOWN} unless
+ * the last argument says {@code EXIT} (then a lost term ends the JVM with {@code EXIT <reason>
+ * <sqlstate>}, status 3). A SIGTERM runs {@link LeaderLoop#close()} from a shutdown hook (a
+ * graceful stop).
  *
  * <p>Arguments: jdbcUrl user password candidateId key takeover(POLL|WAIT) seed taskMinMs taskMaxMs
- * taskMode(PLAIN|TX|MIXED) refreshTimeoutMs
+ * taskMode(PLAIN|TX|MIXED) refreshTimeoutMs [policy(STEP_DOWN|EXIT)]
  */
 public final class FaultCandidate {
 
@@ -98,10 +104,68 @@ public final class FaultCandidate {
   }
 
   /**
+   * The command line of a candidate JVM on this JVM's class path.
+   *
+   * @param arguments the candidate's arguments, as {@link #main} takes them
+   * @return the command
+   */
+  public static List<String> command(String... arguments) {
+    List<String> command = new ArrayList<>();
+    command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    command.addAll(
+        List.of(
+            "-Xmx96m",
+            "-XX:TieredStopAtLevel=1",
+            "-cp",
+            System.getProperty("java.class.path"),
+            FaultCandidate.class.getName()));
+    command.addAll(List.of(arguments));
+    return command;
+  }
+
+  /**
+   * The command line of a candidate that polls, runs an instant task and ends its JVM when it loses
+   * a term (EXIT): the multi-process tests' candidate.
+   *
+   * @param jdbcUrl where to connect (may carry the password)
+   * @param user the user
+   * @param candidateId the candidate id
+   * @param key the {@code bigint} key
+   * @return the command
+   */
+  public static List<String> exitingOnLoss(
+      String jdbcUrl, String user, String candidateId, long key) {
+    return command(
+        jdbcUrl,
+        user,
+        "",
+        candidateId,
+        Long.toString(key),
+        "POLL",
+        "1",
+        "0",
+        "0",
+        "PLAIN",
+        "1000",
+        "EXIT");
+  }
+
+  /**
+   * A line the candidate printed, without its time stamp.
+   *
+   * @param line {@code T <nanos> <event>}
+   * @return {@code <event>}, or the line as it is if it has no stamp
+   */
+  public static String event(String line) {
+    String[] f = line.split(" ", 3);
+    return f.length == 3 && f[0].equals("T") ? f[2] : line;
+  }
+
+  /**
    * Runs the candidate.
    *
    * @param args jdbcUrl user password candidateId key takeover seed taskMinMs taskMaxMs taskMode
-   *     refreshTimeoutMs
+   *     refreshTimeoutMs [policy]
    */
   public static void main(String[] args) {
     PGSimpleDataSource ds = new PGSimpleDataSource();
@@ -120,7 +184,8 @@ public final class FaultCandidate {
             .refreshTimeout(Duration.ofMillis(Long.parseLong(args[10])))
             .candidateId(args[3])
             .takeover(TakeoverMode.valueOf(args[5]))
-            .failurePolicy(FailurePolicy.STEP_DOWN)
+            .failurePolicy(
+                args.length > 11 ? FailurePolicy.valueOf(args[11]) : FailurePolicy.STEP_DOWN)
             .listener(
                 new LeaderListener() {
                   @Override

@@ -204,26 +204,20 @@ final class Fleet implements AutoCloseable {
     int n = ++launched;
     String id = "c" + n + "-" + key;
     FaultProxy proxy = FaultProxy.inFrontOf(db.jdbcUrl());
-    String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
     ProcessBuilder pb =
         new ProcessBuilder(
-            java,
-            "-Xmx96m",
-            "-XX:TieredStopAtLevel=1",
-            "-cp",
-            System.getProperty("java.class.path"),
-            FaultCandidate.class.getName(),
-            proxy.rewrite(db.jdbcUrl()),
-            user,
-            password,
-            id,
-            Long.toString(key),
-            takeover.name(),
-            Long.toString(task.seed() * 31 + n), // each candidate its own task durations
-            Long.toString(task.minMs()),
-            Long.toString(task.maxMs()),
-            task.mode(),
-            Long.toString(task.refreshTimeoutMs()));
+            FaultCandidate.command(
+                proxy.rewrite(db.jdbcUrl()),
+                user,
+                password,
+                id,
+                Long.toString(key),
+                takeover.name(),
+                Long.toString(task.seed() * 31 + n), // each candidate its own task durations
+                Long.toString(task.minMs()),
+                Long.toString(task.maxMs()),
+                task.mode(),
+                Long.toString(task.refreshTimeoutMs())));
     try {
       Files.createDirectories(Path.of("target", "fault-logs"));
       pb.redirectError(Path.of("target", "fault-logs", id + ".log").toFile());

@@ -114,7 +114,7 @@ public final class LeaderMetrics implements MeterBinder, AutoCloseable {
     this.candidateId = b.loop.candidateId();
     this.lockName = b.lockName != null ? b.lockName : Texts.hex(b.loop.key());
     this.tags = Tags.of(Names.TAG_LOCK, lockName, Names.TAG_CANDIDATE, candidateId).and(b.tags);
-    this.context = Texts.context(lockName, candidateId);
+    this.context = b.loop.logPrefix();
   }
 
   /**

@@ -130,7 +130,7 @@ public final class QueueStateMetrics implements MeterBinder, AutoCloseable {
     this.maxQueueSeries = b.maxQueueSeries;
     this.tags = b.tags;
     this.clock = b.clock;
-    this.context = Texts.context(b.loop.key(), b.loop.candidateId());
+    this.context = b.loop.logPrefix();
   }
 
   /**

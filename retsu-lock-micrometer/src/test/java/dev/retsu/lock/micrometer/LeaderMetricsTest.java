@@ -28,7 +28,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Made-up events fed to the listener that {@code bindTo} subscribes, on loops that never run (state
- * NEW, so the standby series is 0 throughout). {@link LeaderMetricsLoopTest} runs real loops.
+ * NEW, so the standby series is 0 throughout). {@link LeaderMetricsLoopIntegrationTest} runs real
+ * loops.
  */
 class LeaderMetricsTest {
 

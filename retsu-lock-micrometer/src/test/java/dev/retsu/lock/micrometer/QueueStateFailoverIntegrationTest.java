@@ -98,7 +98,8 @@ class QueueStateFailoverIntegrationTest {
           loop.start(
               ctx ->
                   queueMetrics.record(
-                      ctx.withConnection(ReadmeSnippetsTest.QueueStateCollector::collect)));
+                      ctx.withConnection(
+                          ReadmeSnippetsIntegrationTest.QueueStateCollector::collect)));
       return this;
     }
 
@@ -254,7 +255,7 @@ class QueueStateFailoverIntegrationTest {
                 throw new IllegalStateException("state query failed");
               }
               a.queueMetrics.record(
-                  ctx.withConnection(ReadmeSnippetsTest.QueueStateCollector::collect));
+                  ctx.withConnection(ReadmeSnippetsIntegrationTest.QueueStateCollector::collect));
             });
 
     ExecutionException exit =
@@ -353,7 +354,7 @@ class QueueStateFailoverIntegrationTest {
         a.loop.start(
             ctx -> {
               if (!a.queueMetrics.record(
-                  ctx.withConnection(ReadmeSnippetsTest.QueueStateCollector::collect))) {
+                  ctx.withConnection(ReadmeSnippetsIntegrationTest.QueueStateCollector::collect))) {
                 refused.incrementAndGet();
               }
             });

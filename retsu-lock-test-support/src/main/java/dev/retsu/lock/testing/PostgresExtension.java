@@ -32,6 +32,14 @@ public final class PostgresExtension implements BeforeAllCallback, ParameterReso
 
   @Override
   public void beforeAll(ExtensionContext context) throws Exception {
+    Class<?> testClass = context.getRequiredTestClass();
+    if (!TestKinds.isIntegration(testClass)) {
+      throw new IllegalStateException(
+          "A test class that starts PostgreSQL must be named *"
+              + TestKinds.INTEGRATION_SUFFIX
+              + " so that Failsafe runs it, but was "
+              + testClass.getName());
+    }
     database(context);
   }
 

@@ -3,7 +3,12 @@ package dev.retsu.lock.micrometer.internal;
 import dev.retsu.lock.LockKey;
 import java.util.Locale;
 
-/** Formatting helpers for tag values, messages and log prefixes. Stateless; thread-safe. */
+/**
+ * Formatting helpers for tag values and messages. The log prefix is core's ({@code
+ * LeaderLoop.logPrefix()}). {@link #shorten} follows the same rule as core's messages (control
+ * characters escaped, 120 characters at most); core keeps its copy internal rather than make a text
+ * utility part of its API. Stateless; thread-safe.
+ */
 public final class Texts {
 
   private static final int MAX = 120;
@@ -57,17 +62,6 @@ public final class Texts {
     return key.isTwoPart()
         ? String.format(Locale.ROOT, "0x%08x:0x%08x", key.first(), key.second())
         : String.format(Locale.ROOT, "0x%016x", key.value());
-  }
-
-  /**
-   * The identity every log line carries, as core writes it.
-   *
-   * @param lock the lock tag or key
-   * @param candidateId the candidate
-   * @return {@code [lock=..., candidate=...]}
-   */
-  public static String context(Object lock, String candidateId) {
-    return "[lock=" + lock + ", candidate=" + candidateId + "]";
   }
 
   /**

@@ -31,7 +31,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * identical; the second runs the real collector and checks what the dashboard and alerts query.
  */
 @ExtendWith(PostgresExtension.class)
-class ReadmeSnippetsTest {
+class ReadmeSnippetsIntegrationTest {
 
   private static final Pattern METRIC =
       Pattern.compile("\\b((?:retsu_lock|queue_messages|queue_oldest|queue_state)_[a-z_]+)\\b");

@@ -30,7 +30,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * shows in each loop state, a bind during a term, and that {@code close()} unsubscribes.
  */
 @ExtendWith(PostgresExtension.class)
-class LeaderMetricsLoopTest {
+class LeaderMetricsLoopIntegrationTest {
 
   private static final Duration WITHIN = Duration.ofSeconds(30);
   private static final AtomicInteger KEYS = new AtomicInteger(8000);

@@ -23,7 +23,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 /** The README's micrometer snippets, compiled and run here; the first test keeps them identical. */
 @ExtendWith(PostgresExtension.class)
-class ReadmeSnippetsTest {
+class ReadmeSnippetsIntegrationTest {
 
   @Test
   void readmeShowsExactlyTheCodeTestedHere() {
@@ -31,7 +31,8 @@ class ReadmeSnippetsTest {
             ReadmeSnippets.verify(
                 Path.of("../README.md"),
                 "micrometer",
-                Path.of("src/test/java/dev/retsu/lock/micrometer/ReadmeSnippetsTest.java")))
+                Path.of(
+                    "src/test/java/dev/retsu/lock/micrometer/ReadmeSnippetsIntegrationTest.java")))
         .containsExactly("micrometer/wiring", "micrometer/collect");
   }
 

@@ -19,7 +19,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 /** The README's core snippets, compiled and run here; the first test keeps them identical. */
 @ExtendWith(PostgresExtension.class)
-class ReadmeSnippetsTest {
+class ReadmeSnippetsIntegrationTest {
 
   @Test
   void readmeShowsExactlyTheCodeTestedHere() {
@@ -27,7 +27,7 @@ class ReadmeSnippetsTest {
             ReadmeSnippets.verify(
                 Path.of("../README.md"),
                 "core",
-                Path.of("src/test/java/dev/retsu/lock/ReadmeSnippetsTest.java")))
+                Path.of("src/test/java/dev/retsu/lock/ReadmeSnippetsIntegrationTest.java")))
         .contains("core/acquire", "core/holder", "core/leader-loop", "core/wait-mode");
     assertThat(ReadmeSnippets.unmarkedJavaBlocks(Path.of("../README.md")))
         .as("java blocks in the README without a snippet marker (and so without a test)")
