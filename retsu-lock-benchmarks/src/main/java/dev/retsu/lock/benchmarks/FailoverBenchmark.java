@@ -235,8 +235,9 @@ final class FailoverBenchmark {
       leader.kill();
       leader.awaitExit(10_000);
     } else if (scenario != Scenario.TERMINATE
-        || config.template().impl() == CandidateSpec.Impl.RETSU) {
-      // retsu ends the process under the EXIT policy; peers stay on as candidates
+        || config.template().impl() == CandidateSpec.Impl.RETSU
+        || config.template().impl() == CandidateSpec.Impl.RAW) {
+      // retsu (EXIT policy) and the raw waiter end the process; peers stay on as candidates
       leader.awaitExit(10_000);
     }
     long overlap = 0;
