@@ -284,6 +284,30 @@ class RetsuLockAutoConfigurationTest {
   }
 
   @Test
+  void aLoopThatFailedMakesHealthDown() {
+    runner
+        .withBean(
+            DataSource.class,
+            () -> {
+              PGSimpleDataSource unreachable = new PGSimpleDataSource();
+              unreachable.setURL("jdbc:postgresql://127.0.0.1:1/none?connectTimeout=1");
+              return unreachable;
+            })
+        .withPropertyValues("retsu.lock.leaders.job.retry-interval=1s")
+        .run(
+            context -> {
+              RetsuLeader leader = context.getBean(RetsuLeaders.class).get("job");
+              // The first attempt fails fast on purpose (core): the loop stops, FAILED.
+              await().atMost(Duration.ofSeconds(10)).until(() -> leader.status().equals("failed"));
+              Health health = context.getBean(RetsuLockHealthIndicator.class).health();
+              assertThat(health.getStatus()).isEqualTo(Status.DOWN);
+              assertThat(details(health, "job"))
+                  .containsEntry("state", "FAILED")
+                  .containsKey("error");
+            });
+  }
+
+  @Test
   void springIntegrationEventsFollowOursWithTheRole() {
     runner
         .withUserConfiguration(Work.class)
