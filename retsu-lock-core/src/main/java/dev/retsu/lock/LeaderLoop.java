@@ -86,6 +86,11 @@ public final class LeaderLoop implements AutoCloseable {
     this.wakeup = new Wakeup(settings.time(), closing::get);
   }
 
+  /** The validated settings this loop runs with (tests in this package read them). */
+  LoopSettings settings() {
+    return settings;
+  }
+
   /**
    * Returns a builder.
    *
