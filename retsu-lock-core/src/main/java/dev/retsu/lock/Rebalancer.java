@@ -1,0 +1,161 @@
+package dev.retsu.lock;
+
+import java.util.ArrayList;
+import java.util.BitSet;
+import java.util.List;
+
+/**
+ * The fair-share decisions of one {@link LeaderGroup} member, without I/O or clocks, so they are
+ * unit-tested on their own. Keys are indices into the group's key list, which every member must be
+ * given in the same order.
+ *
+ * <ul>
+ *   <li><b>Quota.</b> With {@code M} live members each holds at most {@code ceil(N / M)} keys. The
+ *       quotas add up to at least {@code N}, so every key can be owned.
+ *   <li><b>Preferred range.</b> Member of rank {@code r} (its place among the members' slots,
+ *       ascending) prefers the keys from {@code floor(r * N / M)} on, in ring order: members that
+ *       see the same membership try disjoint keys first, so they rarely contend.
+ *   <li><b>Surplus.</b> A member above its quota yields the difference, keys outside its preferred
+ *       range first (those are in the ranges the others try first), farthest from it first.
+ *   <li><b>Chunks.</b> A member below its quota tries at most {@code quota - held} keys at a time,
+ *       so it never takes more than its quota; a cursor walks the ring so that keys found held
+ *       elsewhere are not tried again until the ring wraps. The cursor restarts at the preferred
+ *       range whenever the membership changes.
+ * </ul>
+ *
+ * <p>Not thread-safe: one coordinator thread uses it.
+ */
+final class Rebalancer {
+
+  private final int n;
+  private int members = 1;
+  private int rank;
+  private int cursor;
+
+  Rebalancer(int keys) {
+    if (keys < 1) {
+      throw new IllegalArgumentException("keys must be at least 1, but was " + keys);
+    }
+    this.n = keys;
+  }
+
+  /** ceil(keys / members). */
+  static int quota(int keys, int members) {
+    if (members < 1) {
+      throw new IllegalArgumentException("members must be at least 1, but was " + members);
+    }
+    return (keys + members - 1) / members;
+  }
+
+  /** Where the preferred range of rank {@code rank} starts: floor(rank * keys / members). */
+  static int preferredStart(int keys, int members, int rank) {
+    return (int) ((long) rank * keys / members);
+  }
+
+  /**
+   * A new view of the membership; the cursor restarts at the preferred range when it changed.
+   *
+   * @param members live members, at least 1 (this one included)
+   * @param rank this member's place among them, 0-based
+   * @return true if the view changed
+   */
+  boolean membership(int members, int rank) {
+    if (members < 1 || rank < 0 || rank >= members) {
+      throw new IllegalArgumentException(
+          "rank must be within 0.."
+              + (members - 1)
+              + " of "
+              + members
+              + " members, but was "
+              + rank);
+    }
+    if (members == this.members && rank == this.rank) {
+      return false;
+    }
+    this.members = members;
+    this.rank = rank;
+    this.cursor = 0;
+    return true;
+  }
+
+  int members() {
+    return members;
+  }
+
+  int rank() {
+    return rank;
+  }
+
+  int quota() {
+    return quota(n, members);
+  }
+
+  private int start() {
+    return preferredStart(n, members, rank);
+  }
+
+  private int end() {
+    return preferredStart(n, members, rank + 1); // exclusive
+  }
+
+  private boolean preferred(int key) {
+    return key >= start() && key < end();
+  }
+
+  /**
+   * The keys to yield: {@code held - quota} of them, those outside the preferred range first and,
+   * among those, the farthest (in ring order) from the range's start.
+   *
+   * @param held the keys held now
+   * @return indices to release, possibly empty
+   */
+  List<Integer> surplus(BitSet held) {
+    int extra = held.cardinality() - quota();
+    List<Integer> out = new ArrayList<>();
+    if (extra <= 0) {
+      return out;
+    }
+    int s = start();
+    // Walk the ring backwards from just before the preferred start: farthest first.
+    for (int step = 1; step <= n && out.size() < extra; step++) {
+      int k = Math.floorMod(s - step, n);
+      if (held.get(k) && !preferred(k)) {
+        out.add(k);
+      }
+    }
+    for (int step = n - 1; step >= 0 && out.size() < extra; step--) {
+      int k = Math.floorMod(s + step, n);
+      if (held.get(k) && preferred(k)) {
+        out.add(k);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The next keys to try: at most {@code min(quota - held, budget)} keys this member does not hold,
+   * from the cursor on; the cursor moves past them.
+   *
+   * @param held the keys held now (and those being acquired)
+   * @param budget the most keys to try in this chunk
+   * @return indices to try, possibly empty
+   */
+  List<Integer> nextChunk(BitSet held, int budget) {
+    int want = Math.min(quota() - held.cardinality(), budget);
+    List<Integer> out = new ArrayList<>();
+    if (want <= 0) {
+      return out;
+    }
+    int s = start();
+    int walked = 0;
+    while (out.size() < want && walked < n) {
+      int k = Math.floorMod(s + cursor, n);
+      cursor = (cursor + 1) % n;
+      walked++;
+      if (!held.get(k)) {
+        out.add(k);
+      }
+    }
+    return out;
+  }
+}
