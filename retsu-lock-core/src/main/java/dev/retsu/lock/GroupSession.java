@@ -145,17 +145,24 @@ final class GroupSession implements Runnable {
           pause(Math.max(1_000_000L, nextOpen - time.nanoTime()));
           continue;
         }
-        runJobs(l);
-        runDueRefreshes(l);
-        if (!l.ended()
-            && time.nanoTime() - (l.lastOwnProof + settings.heartbeatInterval().toNanos()) >= 0) {
-          l.prove();
-        }
-        if (!l.ended()) {
-          idle(l);
+        try {
+          runJobs(l);
+          runDueRefreshes(l);
+          if (!l.ended()
+              && time.nanoTime() - (l.lastOwnProof + settings.heartbeatInterval().toNanos()) >= 0) {
+            l.prove();
+          }
+          if (!l.ended()) {
+            idle(l);
+          }
+        } catch (RuntimeException e) {
+          // A bug of ours: end this session (its keys' terms end, its locks are released) and
+          // open a new one, rather than leave keys held by a session nobody serves.
+          LOG.error("{} Session worker failed; ending its session", context, e);
+          l.endAll(LossReason.SESSION_LOST, e, false);
         }
       }
-    } catch (RuntimeException | Error e) {
+    } catch (Error e) {
       LOG.error("{} Session worker failed; ending its session", context, e);
       Live l = live;
       if (l != null) {
@@ -1034,9 +1041,9 @@ final class GroupSession implements Runnable {
         }
         startNanos = time.nanoTime();
         try (PreparedStatement ps = conn.prepareStatement(GroupSql.tryLockBatch())) {
-          ps.setInt(1, pid);
-          ps.setString(2, nonce);
-          GroupKeys.bind(conn, ps, 3, batch);
+          int next = GroupKeys.bind(conn, ps, 1, batch);
+          ps.setInt(next, pid);
+          ps.setString(next + 1, nonce);
           try (ResultSet rs = ps.executeQuery()) {
             rs.next();
             int got = rs.getInt(1);

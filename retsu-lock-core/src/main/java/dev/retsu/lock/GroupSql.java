@@ -63,7 +63,7 @@ final class GroupSql {
    * marker value, the four key arrays.
    */
   static String tryLockBatch() {
-    return "SELECT f.pid, f.in_recovery, f.marker, (SELECT coalesce(pg_catalog.array_agg(k.ord"
+    return "SELECT f.pid, f.in_recovery, f.marker, (SELECT coalesce(pg_catalog.array_agg(k.ord::int4"
         + " ORDER BY k.ord), '{}') FROM "
         + KEYS
         + " WHERE CASE WHEN f.pid = ? AND NOT f.in_recovery AND f.marker = ? THEN CASE WHEN"
@@ -79,7 +79,7 @@ final class GroupSql {
    * the four key arrays.
    */
   static String unlockBatch() {
-    return "SELECT pg_catalog.pg_backend_pid(), (SELECT coalesce(pg_catalog.array_agg(u.ord ORDER"
+    return "SELECT pg_catalog.pg_backend_pid(), (SELECT coalesce(pg_catalog.array_agg(u.ord::int4 ORDER"
         + " BY u.ord) FILTER (WHERE NOT u.ok), '{}') FROM (SELECT k.ord, CASE WHEN k.pair THEN"
         + " pg_catalog.pg_advisory_unlock(k.a, k.b) ELSE pg_catalog.pg_advisory_unlock(k.v) END"
         + " AS ok FROM "
