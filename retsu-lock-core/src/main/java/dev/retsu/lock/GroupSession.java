@@ -23,6 +23,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.ReentrantLock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -371,14 +372,14 @@ final class GroupSession implements Runnable {
   }
 
   /** Tries keys on this session; completes with the keys whose terms started. */
-  CompletableFuture<List<LockKey>> tryKeys(List<LockKey> keys) {
+  CompletableFuture<List<LockKey>> tryKeys(List<LockKey> keys, int limit) {
     CompletableFuture<List<LockKey>> done = new CompletableFuture<>();
     post(
         new Job() {
           @Override
           public void run() {
             Live l = live();
-            done.complete(l == null ? List.of() : l.tryKeys(keys));
+            done.complete(l == null ? List.of() : l.tryKeys(keys, limit));
           }
 
           @Override
@@ -566,9 +567,11 @@ final class GroupSession implements Runnable {
     private final ReentrantLock io = new ReentrantLock();
     private final SelfFence fence;
     final Map<LockKey, KeyTerm> terms = new ConcurrentHashMap<>();
-    private final AtomicBoolean ended = new AtomicBoolean();
+
+    /** Why the session ended; null while it lives (so a reason is always there once ended). */
+    private final AtomicReference<LossReason> reason = new AtomicReference<>();
+
     private final AtomicBoolean finished = new AtomicBoolean();
-    private volatile LossReason reason;
     private volatile Throwable cause;
     private volatile boolean touched;
     private volatile boolean unlockSuspected;
@@ -613,11 +616,11 @@ final class GroupSession implements Runnable {
     }
 
     boolean ended() {
-      return ended.get();
+      return reason.get() != null;
     }
 
     LossReason reason() {
-      return reason;
+      return reason.get();
     }
 
     Throwable cause() {
@@ -668,11 +671,10 @@ final class GroupSession implements Runnable {
      * otherwise the worker finishes.
      */
     void endAll(LossReason why, Throwable error, boolean abortNow) {
-      if (!ended.compareAndSet(false, true)) {
+      cause = error;
+      if (!reason.compareAndSet(null, why)) {
         return;
       }
-      reason = why;
-      cause = error;
       for (KeyTerm t : terms.values()) {
         t.claim(why, error);
       }
@@ -702,6 +704,7 @@ final class GroupSession implements Runnable {
         List<KeyTerm> all = new ArrayList<>(terms.values());
         all.sort(Comparator.comparing(t -> t.term().number()));
         for (KeyTerm t : all) {
+          t.claim(reason() != null ? reason() : LossReason.CLOSED, cause); // one added meanwhile
           group.listeners().lost(t);
           terms.remove(t.key(), t);
           group.termEnded(t);
@@ -1014,14 +1017,14 @@ final class GroupSession implements Runnable {
      * Worker: tries keys in batches of {@code batchSize}; each batch that took keys is followed by
      * one fencing-token statement for all of them. Returns the keys whose terms started.
      */
-    List<LockKey> tryKeys(List<LockKey> keys) {
+    List<LockKey> tryKeys(List<LockKey> keys, int limit) {
       List<LockKey> started = new ArrayList<>();
       for (int from = 0;
-          from < keys.size() && !ended() && !group.closing();
+          from < keys.size() && started.size() < limit && !ended() && !group.closing();
           from += settings.batchSize()) {
         List<LockKey> batch =
             keys.subList(from, Math.min(keys.size(), from + settings.batchSize()));
-        List<KeyTerm> terms = tryBatch(batch);
+        List<KeyTerm> terms = tryBatch(batch, limit - started.size());
         for (KeyTerm t : terms) {
           group.listeners().acquired(t);
           started.add(t.key());
@@ -1030,7 +1033,7 @@ final class GroupSession implements Runnable {
       return started;
     }
 
-    private List<KeyTerm> tryBatch(List<LockKey> batch) {
+    private List<KeyTerm> tryBatch(List<LockKey> batch, int limit) {
       List<LockKey> granted = new ArrayList<>();
       FencingToken token;
       long startNanos;
@@ -1044,6 +1047,7 @@ final class GroupSession implements Runnable {
           int next = GroupKeys.bind(conn, ps, 1, batch);
           ps.setInt(next, pid);
           ps.setString(next + 1, nonce);
+          ps.setInt(next + 2, limit);
           try (ResultSet rs = ps.executeQuery()) {
             rs.next();
             int got = rs.getInt(1);
@@ -1112,7 +1116,7 @@ final class GroupSession implements Runnable {
       if (ended()) {
         // Lost while we built the terms: end them the same way (they were never announced).
         for (KeyTerm t : out) {
-          t.claim(reason, cause);
+          t.claim(reason(), cause);
         }
       }
       return out;

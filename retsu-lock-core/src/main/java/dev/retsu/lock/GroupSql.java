@@ -63,13 +63,14 @@ final class GroupSql {
    * marker value, the four key arrays.
    */
   static String tryLockBatch() {
-    return "SELECT f.pid, f.in_recovery, f.marker, (SELECT coalesce(pg_catalog.array_agg(k.ord::int4"
-        + " ORDER BY k.ord), '{}') FROM "
+    return "SELECT f.pid, f.in_recovery, f.marker, (SELECT coalesce(pg_catalog.array_agg(g.ord ORDER"
+        + " BY g.ord), '{}') FROM (SELECT k.ord::int4 AS ord FROM "
         + KEYS
         + " WHERE CASE WHEN f.pid = ? AND NOT f.in_recovery AND f.marker = ? THEN CASE WHEN"
         + " k.pair THEN pg_catalog.pg_try_advisory_lock(k.a, k.b) ELSE"
-        + " pg_catalog.pg_try_advisory_lock(k.v) END ELSE false END) FROM (SELECT pg_catalog.pg_backend_pid() AS pid, pg_catalog.pg_is_in_recovery()"
-        + " AS in_recovery, coalesce(pg_catalog.current_setting('"
+        + " pg_catalog.pg_try_advisory_lock(k.v) END ELSE false END LIMIT ?) g) FROM (SELECT"
+        + " pg_catalog.pg_backend_pid() AS pid, pg_catalog.pg_is_in_recovery() AS in_recovery,"
+        + " coalesce(pg_catalog.current_setting('"
         + MARKER
         + "', true), '') AS marker OFFSET 0) f";
   }

@@ -134,6 +134,11 @@ final class KeyTerm implements LeaderContext {
     return ended.get();
   }
 
+  /** Announced and not ended: what the group reports as held. */
+  boolean isHeld() {
+    return announced && !ended.get() && !live.ended();
+  }
+
   LossReason reason() {
     return reason;
   }

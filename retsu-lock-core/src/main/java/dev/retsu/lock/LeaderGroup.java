@@ -272,14 +272,15 @@ public final class LeaderGroup implements AutoCloseable {
   }
 
   /**
-   * Returns the keys this member leads right now (terms that have not ended).
+   * Returns the keys this member leads right now: terms announced ({@code onAcquired} delivered)
+   * that have not ended.
    *
    * @return a snapshot, in the group's key order
    */
   public List<LockKey> heldKeys() {
     List<LockKey> out = new ArrayList<>();
     for (Map.Entry<LockKey, KeyTerm> e : owned.entrySet()) {
-      if (!e.getValue().ended()) {
+      if (e.getValue().isHeld()) {
         out.add(e.getKey());
       }
     }
@@ -295,7 +296,7 @@ public final class LeaderGroup implements AutoCloseable {
   public int heldCount() {
     int n = 0;
     for (KeyTerm t : owned.values()) {
-      if (!t.ended()) {
+      if (t.isHeld()) {
         n++;
       }
     }
@@ -310,7 +311,7 @@ public final class LeaderGroup implements AutoCloseable {
    */
   public Optional<Term> currentTerm(LockKey key) {
     KeyTerm t = owned.get(key);
-    return t == null || t.ended() ? Optional.empty() : Optional.of(t.term());
+    return t == null || !t.isHeld() ? Optional.empty() : Optional.of(t.term());
   }
 
   /**
@@ -676,59 +677,63 @@ public final class LeaderGroup implements AutoCloseable {
     if (shortfall <= 0) {
       return;
     }
-    List<GroupSession> live = new ArrayList<>();
-    for (GroupSession s : sessions) {
-      if (s.live() != null) {
-        live.add(s);
-      }
-    }
-    if (live.isEmpty()) {
-      return;
-    }
-    int budget = Math.max(4 * shortfall, MIN_TRIES_PER_ROUND);
+    // Walk the ring at most once per round: at rest a member one key short tries at most the
+    // budget's floor, in one statement.
+    int budget =
+        Math.min(
+            Rebalancer.budget(shortfall, MIN_TRIES_PER_ROUND),
+            settings.keys().size() - held.cardinality());
     while (budget > 0 && !closing()) {
       BitSet now = heldSet();
-      List<Integer> chunk = rebalancer.nextChunk(now, budget);
+      int missing = rebalancer.quota() - now.cardinality();
+      GroupSession target = leastLoaded();
+      if (missing <= 0 || target == null) {
+        return;
+      }
+      Rebalancer.Chunk chunk = rebalancer.nextChunk(now, Math.min(budget, settings.batchSize()));
       if (chunk.isEmpty()) {
         return;
       }
-      budget -= chunk.size();
-      Map<GroupSession, List<LockKey>> plan = spread(chunk, live);
-      List<CompletableFuture<List<LockKey>>> done = new ArrayList<>();
-      plan.forEach((s, keys) -> done.add(s.tryKeys(keys)));
-      for (CompletableFuture<List<LockKey>> f : done) {
-        await(f);
+      List<LockKey> keys = new ArrayList<>(chunk.size());
+      for (int k : chunk.keys()) {
+        keys.add(settings.keys().get(k));
       }
-    }
-  }
-
-  /** Assigns keys to the live sessions so that their key counts stay even. */
-  private static Map<GroupSession, List<LockKey>> spreadKeys(
-      List<LockKey> keys, List<GroupSession> live) {
-    int[] load = new int[live.size()];
-    for (int i = 0; i < live.size(); i++) {
-      load[i] = live.get(i).heldCount();
-    }
-    Map<GroupSession, List<LockKey>> plan = new LinkedHashMap<>();
-    for (LockKey k : keys) {
-      int best = 0;
-      for (int i = 1; i < load.length; i++) {
-        if (load[i] < load[best]) {
-          best = i;
+      // Spread keys over the sessions: one statement gives the least loaded session at most its
+      // even share of the quota.
+      int share = (rebalancer.quota() + liveSessions() - 1) / liveSessions();
+      int limit = Math.min(missing, Math.max(1, share - target.heldCount()));
+      List<LockKey> granted = await(target.tryKeys(keys, limit));
+      if (granted == null) {
+        return;
+      }
+      List<Integer> positions = new ArrayList<>(granted.size());
+      Set<LockKey> got = new java.util.HashSet<>(granted);
+      for (int p = 0; p < keys.size(); p++) {
+        if (got.contains(keys.get(p))) {
+          positions.add(p);
         }
       }
-      load[best]++;
-      plan.computeIfAbsent(live.get(best), x -> new ArrayList<>()).add(k);
+      int tried = Rebalancer.tried(chunk, positions, limit);
+      rebalancer.advance(chunk, tried);
+      budget -= tried;
     }
-    return plan;
   }
 
-  private Map<GroupSession, List<LockKey>> spread(List<Integer> chunk, List<GroupSession> live) {
-    List<LockKey> keys = new ArrayList<>(chunk.size());
-    for (int k : chunk) {
-      keys.add(settings.keys().get(k));
+  private int liveSessions() {
+    return Math.max(1, openSessions());
+  }
+
+  /** The live session with the fewest keys, or null when none is open. */
+  private GroupSession leastLoaded() {
+    GroupSession best = null;
+    int load = Integer.MAX_VALUE;
+    for (GroupSession s : sessions) {
+      if (s.live() != null && s.heldCount() < load) {
+        best = s;
+        load = s.heldCount();
+      }
     }
-    return spreadKeys(keys, live);
+    return best;
   }
 
   private GroupSession sessionOf(KeyTerm t) {

@@ -17,10 +17,11 @@ import java.util.List;
  *       see the same membership try disjoint keys first, so they rarely contend.
  *   <li><b>Surplus.</b> A member above its quota yields the difference, keys outside its preferred
  *       range first (those are in the ranges the others try first), farthest from it first.
- *   <li><b>Chunks.</b> A member below its quota tries at most {@code quota - held} keys at a time,
- *       so it never takes more than its quota; a cursor walks the ring so that keys found held
- *       elsewhere are not tried again until the ring wraps. The cursor restarts at the preferred
- *       range whenever the membership changes.
+ *   <li><b>Chunks.</b> A member below its quota tries keys it does not hold in one statement per
+ *       chunk that stops after {@code quota - held} grants (a {@code LIMIT} over the filtered
+ *       keys), so it never takes more than its quota; a cursor walks the ring so that keys found
+ *       held elsewhere are not tried again until the ring wraps. The cursor restarts at the
+ *       preferred range whenever the membership changes.
  * </ul>
  *
  * <p>Not thread-safe: one coordinator thread uses it.
@@ -78,6 +79,15 @@ final class Rebalancer {
     return true;
   }
 
+  /**
+   * The most keys a member below its quota tries in one round: four times what it misses, at least
+   * {@code minTries}, so a member short of a few keys finds free ones without trying every key each
+   * round, and one short of many (after a crash) tries all it needs at once.
+   */
+  static int budget(int shortfall, int minTries) {
+    return shortfall <= 0 ? 0 : Math.max(4 * shortfall, minTries);
+  }
+
   int members() {
     return members;
   }
@@ -132,30 +142,71 @@ final class Rebalancer {
     return out;
   }
 
+  /** Keys to try, in ring order from the cursor, and where the cursor stands after each. */
+  record Chunk(List<Integer> keys, int[] cursorAfter) {
+    boolean isEmpty() {
+      return keys.isEmpty();
+    }
+
+    int size() {
+      return keys.size();
+    }
+  }
+
   /**
-   * The next keys to try: at most {@code min(quota - held, budget)} keys this member does not hold,
-   * from the cursor on; the cursor moves past them.
+   * The next keys to try: at most {@code max} keys this member does not hold, from the cursor on,
+   * walking the ring at most once. The statement that tries them stops after {@code quota - held}
+   * grants, so a chunk may be longer than what is missing; {@link #advance} then moves the cursor
+   * past the keys actually tried.
    *
-   * @param held the keys held now (and those being acquired)
-   * @param budget the most keys to try in this chunk
-   * @return indices to try, possibly empty
+   * @param held the keys held now
+   * @param max the most keys in the chunk
+   * @return the chunk, possibly empty
    */
-  List<Integer> nextChunk(BitSet held, int budget) {
-    int want = Math.min(quota() - held.cardinality(), budget);
-    List<Integer> out = new ArrayList<>();
-    if (want <= 0) {
-      return out;
+  Chunk nextChunk(BitSet held, int max) {
+    List<Integer> keys = new ArrayList<>();
+    List<Integer> after = new ArrayList<>();
+    if (max <= 0 || held.cardinality() >= quota()) {
+      return new Chunk(keys, new int[0]);
     }
     int s = start();
-    int walked = 0;
-    while (out.size() < want && walked < n) {
-      int k = Math.floorMod(s + cursor, n);
-      cursor = (cursor + 1) % n;
-      walked++;
+    int c = cursor;
+    for (int walked = 0; walked < n && keys.size() < max; walked++) {
+      int k = Math.floorMod(s + c, n);
+      c = (c + 1) % n;
       if (!held.get(k)) {
-        out.add(k);
+        keys.add(k);
+        after.add(c);
       }
     }
-    return out;
+    return new Chunk(keys, after.stream().mapToInt(Integer::intValue).toArray());
+  }
+
+  /**
+   * Moves the cursor past the first {@code tried} keys of a chunk: keys found held elsewhere are
+   * not tried again until the ring wraps.
+   *
+   * @param chunk the chunk from {@link #nextChunk}
+   * @param tried how many of its keys the statement tried, 1 to its size
+   */
+  void advance(Chunk chunk, int tried) {
+    if (tried > 0) {
+      cursor = chunk.cursorAfter()[Math.min(tried, chunk.size()) - 1];
+    }
+  }
+
+  /**
+   * How many keys of a chunk a statement tried that stopped after {@code limit} grants.
+   *
+   * @param chunk the chunk
+   * @param grantedPositions positions (0-based, ascending) of the granted keys within the chunk
+   * @param limit the grant limit the statement had
+   * @return the count tried
+   */
+  static int tried(Chunk chunk, List<Integer> grantedPositions, int limit) {
+    if (grantedPositions.size() >= limit && !grantedPositions.isEmpty()) {
+      return grantedPositions.get(grantedPositions.size() - 1) + 1;
+    }
+    return chunk.size();
   }
 }
