@@ -425,10 +425,15 @@ public final class LeaderGroup implements AutoCloseable {
         settings.bounds());
     sessions.forEach(GroupSession::start);
     try {
-      sessions
-          .get(0)
-          .firstOpen
-          .get(settings.roundTripTimeout().toMillis() * 3, TimeUnit.MILLISECONDS);
+      long bound = settings.roundTripTimeout().toMillis() * 3;
+      sessions.get(0).firstOpen.get(bound, TimeUnit.MILLISECONDS);
+      // Let the other sessions open too, so the first keys spread over all of them; one that
+      // fails is retried by its worker and does not fail the start.
+      CompletableFuture.allOf(
+              sessions.stream()
+                  .map(s -> s.firstOpen.exceptionally(e -> null))
+                  .toArray(CompletableFuture[]::new))
+          .get(bound, TimeUnit.MILLISECONDS);
     } catch (ExecutionException e) {
       Throwable cause = e.getCause();
       fail(cause);
@@ -699,9 +704,10 @@ public final class LeaderGroup implements AutoCloseable {
         keys.add(settings.keys().get(k));
       }
       // Spread keys over the sessions: one statement gives the least loaded session at most its
-      // even share of the quota.
-      int share = (rebalancer.quota() + liveSessions() - 1) / liveSessions();
-      int limit = Math.min(missing, Math.max(1, share - target.heldCount()));
+      // even share of the quota (more only while other sessions are down and it is over it).
+      int share = (rebalancer.quota() + sessions.size() - 1) / sessions.size();
+      int load = target.heldCount();
+      int limit = load < share ? Math.min(missing, share - load) : missing;
       List<LockKey> granted = await(target.tryKeys(keys, limit));
       if (granted == null) {
         return;
@@ -717,10 +723,6 @@ public final class LeaderGroup implements AutoCloseable {
       rebalancer.advance(chunk, tried);
       budget -= tried;
     }
-  }
-
-  private int liveSessions() {
-    return Math.max(1, openSessions());
   }
 
   /** The live session with the fewest keys, or null when none is open. */
