@@ -332,8 +332,16 @@ final class GroupBenchmark {
     }
   }
 
-  /** The commit the run was built from, with "-dirty" for local changes; "unknown" outside git. */
+  /**
+   * The commit the run was built from: the system property {@code retsu.bench.commit} when set (so
+   * a copied jar can name it), else {@code git describe} of the working directory, with "-dirty"
+   * for local changes; "unknown" outside git.
+   */
   static String commit() {
+    String given = System.getProperty("retsu.bench.commit");
+    if (given != null && !given.isBlank()) {
+      return given;
+    }
     try {
       Process p =
           new ProcessBuilder("git", "describe", "--always", "--dirty", "--abbrev=12")
