@@ -678,16 +678,8 @@ public final class LeaderGroup implements AutoCloseable {
           members);
       return;
     }
-    int shortfall = rebalancer.quota() - held.cardinality();
-    if (shortfall <= 0) {
-      return;
-    }
-    // Walk the ring at most once per round: at rest a member one key short tries at most the
-    // budget's floor, in one statement.
-    int budget =
-        Math.min(
-            Rebalancer.budget(shortfall, MIN_TRIES_PER_ROUND),
-            settings.keys().size() - held.cardinality());
+    // A sweep of the whole ring after a change, a few hundred keys at rest (see Rebalancer).
+    int budget = rebalancer.roundBudget(held.cardinality(), MIN_TRIES_PER_ROUND);
     while (budget > 0 && !closing()) {
       BitSet now = heldSet();
       int missing = rebalancer.quota() - now.cardinality();

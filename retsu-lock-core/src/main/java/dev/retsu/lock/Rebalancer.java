@@ -22,6 +22,9 @@ import java.util.List;
  *       keys), so it never takes more than its quota; a cursor walks the ring so that keys found
  *       held elsewhere are not tried again until the ring wraps. The cursor restarts at the
  *       preferred range whenever the membership changes.
+ *   <li><b>Sweeps.</b> After a change (the membership, or keys this member lost), and while a
+ *       quarter of its quota is missing, a member below its quota tries every key it does not hold
+ *       in that round, in chunks; otherwise at most {@link #budget} keys per round.
  * </ul>
  *
  * <p>Not thread-safe: one coordinator thread uses it.
@@ -32,6 +35,8 @@ final class Rebalancer {
   private int members = 1;
   private int rank;
   private int cursor;
+  private boolean sweep = true;
+  private int lastHeld;
 
   Rebalancer(int keys) {
     if (keys < 1) {
@@ -76,7 +81,57 @@ final class Rebalancer {
     this.members = members;
     this.rank = rank;
     this.cursor = 0;
+    this.sweep = true;
     return true;
+  }
+
+  /**
+   * The start of a round: keys lost since the last round (a session ended, a key found unlocked)
+   * call for a sweep, as a membership change does.
+   *
+   * @param held keys held now
+   */
+  void observe(int held) {
+    if (held < lastHeld) {
+      sweep = true;
+    }
+    lastHeld = held;
+  }
+
+  /**
+   * The end of a round.
+   *
+   * @param held keys held now
+   */
+  void settle(int held) {
+    lastHeld = held;
+  }
+
+  /**
+   * How many keys this round may try. After a change (membership, keys lost, the first round), and
+   * while at least a quarter of its quota is missing (a member that just joined), a member sweeps
+   * the whole ring, so keys freed anywhere (a crashed member's whole range, surplus yielded by
+   * others) are found in one round; otherwise at most {@link #budget}, so a member a few keys short
+   * at rest (the shortfall is then below the number of members) costs a few hundred try-locks per
+   * round, not N.
+   *
+   * @param held keys held now
+   * @param minTries the floor of the budget at rest
+   * @return the most keys to try this round
+   */
+  int roundBudget(int held, int minTries) {
+    int shortfall = quota() - held;
+    if (shortfall <= 0) {
+      return 0;
+    }
+    int all = n - held;
+    if (sweep || 4L * shortfall >= quota()) {
+      // After a change, or while a quarter of the quota is missing (a member that just joined):
+      // at rest the shortfall is below the member count, so this never repeats in a large group.
+      sweep = false;
+      return all;
+    }
+    return Math.min(budget(shortfall, minTries), all);
   }
 
   /**

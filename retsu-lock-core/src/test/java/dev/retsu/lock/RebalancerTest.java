@@ -181,6 +181,16 @@ class RebalancerTest {
 
       void round() {
         r.membership(members.size(), members.indexOf(this));
+        r.observe(held().cardinality());
+        try {
+          tryKeys();
+        } finally {
+          r.settle(held().cardinality());
+        }
+      }
+
+      /** LeaderGroup.rebalanceWith, on the in-memory table. */
+      private void tryKeys() {
         List<Integer> surplus = r.surplus(held());
         if (!surplus.isEmpty()) {
           for (int k : surplus) {
@@ -189,9 +199,7 @@ class RebalancerTest {
           yielded += surplus.size();
           return;
         }
-        int budget =
-            Math.min(
-                Rebalancer.budget(r.quota() - held().cardinality(), 256), n - held().cardinality());
+        int budget = r.roundBudget(held().cardinality(), 256);
         while (budget > 0) {
           int missing = r.quota() - held().cardinality();
           if (missing <= 0) {
@@ -262,6 +270,48 @@ class RebalancerTest {
     c.join(3);
     settle(c, 10);
     c.leave(b); // kill -9: its session ends, its locks and its membership slot go with it
+    assertThat(settle(c, 10)).isLessThanOrEqualTo(INTERVAL.multipliedBy(1));
+  }
+
+  @Test
+  void aCrashedMemberOfTenIsTakenOverWithinOneIntervalAt10000Keys() {
+    Cluster c = new Cluster(10_000);
+    List<Cluster.Member> ms = new ArrayList<>();
+    for (int i = 0; i < 10; i++) {
+      ms.add(c.join(100 + i));
+    }
+    settle(c, 10);
+    c.leave(ms.get(3));
+    // The nine survivors sweep the ring once: the dead member's range is found in one round.
+    assertThat(settle(c, 10)).isLessThanOrEqualTo(INTERVAL.multipliedBy(1));
+  }
+
+  @Test
+  void aMemberJoiningTenAt10000KeysIsBalancedWithinTwoIntervals() {
+    Cluster c = new Cluster(10_000);
+    for (int i = 0; i < 10; i++) {
+      c.join(100 + 10 * i);
+    }
+    settle(c, 10);
+    c.join(155); // ranks in the middle
+    assertThat(settle(c, 10)).isLessThanOrEqualTo(INTERVAL.multipliedBy(2));
+  }
+
+  @Test
+  void keysLostWithoutAMembershipChangeAreFoundInOneSweep() {
+    Cluster c = new Cluster(10_000);
+    Cluster.Member a = c.join(1);
+    c.join(2);
+    c.join(3);
+    settle(c, 10);
+    // One of a's sessions ends: 800 of its keys go free, the membership stays the same.
+    int freed = 0;
+    for (int k = 0; k < c.n && freed < 800; k++) {
+      if (c.owner[k] == a.slot) {
+        c.owner[k] = -1;
+        freed++;
+      }
+    }
     assertThat(settle(c, 10)).isLessThanOrEqualTo(INTERVAL.multipliedBy(1));
   }
 

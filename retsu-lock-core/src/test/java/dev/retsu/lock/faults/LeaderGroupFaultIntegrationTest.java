@@ -153,12 +153,13 @@ class LeaderGroupFaultIntegrationTest {
             .filter(l -> l.member().equals("a"))
             .toList();
     // Exactly the partitioned session's keys ended, before the server could free them: by the
-    // heartbeat's network timeout (SESSION_LOST) or the self-fencing deadline, whichever came
-    // first.
+    // heartbeat's network timeout (SESSION_LOST), the self-fencing deadline, or, for a key whose
+    // refresh was blocked on the dead socket, its refreshTimeout; whichever came first.
     assertThat(ofA.stream().map(GroupRecorder.Lost::key))
         .containsExactlyInAnyOrderElementsOf(victimKeys);
     assertThat(ofA.stream().map(GroupRecorder.Lost::reason))
-        .isSubsetOf(LossReason.SELF_FENCED, LossReason.SESSION_LOST);
+        .isSubsetOf(
+            LossReason.SELF_FENCED, LossReason.SESSION_LOST, LossReason.REFRESH_TIMED_OUT);
     Set<String> faulted = new HashSet<>();
     for (LockKey k : victimKeys) {
       faulted.add(k + "|a#" + termOf.get(k));

@@ -219,13 +219,11 @@ public final class LeaderGroupMetrics implements MeterBinder, AutoCloseable {
         meters.add(
             FunctionCounter.builder(Names.GROUP_REBALANCES, group, g -> g.rebalances())
                 .description("Keys this member yielded to rebalance the group")
-                .baseUnit(Names.UNIT_TERMS)
                 .tags(tags)
                 .register(registry));
         meters.add(
             FunctionCounter.builder(Names.GROUP_ACQUISITIONS, group, g -> g.acquisitions())
                 .description("Key terms this member started")
-                .baseUnit(Names.UNIT_TERMS)
                 .tags(tags)
                 .register(registry));
         for (LossReason r : LossReason.values()) {
