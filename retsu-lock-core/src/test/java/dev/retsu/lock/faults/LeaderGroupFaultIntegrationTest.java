@@ -158,8 +158,7 @@ class LeaderGroupFaultIntegrationTest {
     assertThat(ofA.stream().map(GroupRecorder.Lost::key))
         .containsExactlyInAnyOrderElementsOf(victimKeys);
     assertThat(ofA.stream().map(GroupRecorder.Lost::reason))
-        .isSubsetOf(
-            LossReason.SELF_FENCED, LossReason.SESSION_LOST, LossReason.REFRESH_TIMED_OUT);
+        .isSubsetOf(LossReason.SELF_FENCED, LossReason.SESSION_LOST, LossReason.REFRESH_TIMED_OUT);
     Set<String> faulted = new HashSet<>();
     for (LockKey k : victimKeys) {
       faulted.add(k + "|a#" + termOf.get(k));
