@@ -22,20 +22,26 @@ import java.util.List;
  *       keys), so it never takes more than its quota; a cursor walks the ring so that keys found
  *       held elsewhere are not tried again until the ring wraps. The cursor restarts at the
  *       preferred range whenever the membership changes.
- *   <li><b>Sweeps.</b> After a change (the membership, or keys this member lost), and while a
- *       quarter of its quota is missing, a member below its quota tries every key it does not hold
- *       in that round, in chunks; otherwise at most {@link #budget} keys per round.
+ *   <li><b>Sweeps.</b> For three rounds after a change (the membership, or keys this member lost),
+ *       and while a quarter of its quota is missing, a member below its quota tries every key it
+ *       does not hold in that round, in chunks; otherwise at most {@link #budget} keys per round.
  * </ul>
  *
  * <p>Not thread-safe: one coordinator thread uses it.
  */
 final class Rebalancer {
 
+  /**
+   * Rounds that sweep after a change: more than one, because the change can be seen before all of
+   * it happened (a crashed member's membership lock may go a moment before its other sessions).
+   */
+  static final int SWEEP_ROUNDS = 3;
+
   private final int n;
   private int members = 1;
   private int rank;
   private int cursor;
-  private boolean sweep = true;
+  private int sweeps = SWEEP_ROUNDS;
   private int lastHeld;
 
   Rebalancer(int keys) {
@@ -81,7 +87,7 @@ final class Rebalancer {
     this.members = members;
     this.rank = rank;
     this.cursor = 0;
-    this.sweep = true;
+    this.sweeps = SWEEP_ROUNDS;
     return true;
   }
 
@@ -93,7 +99,7 @@ final class Rebalancer {
    */
   void observe(int held) {
     if (held < lastHeld) {
-      sweep = true;
+      sweeps = SWEEP_ROUNDS;
     }
     lastHeld = held;
   }
@@ -108,12 +114,12 @@ final class Rebalancer {
   }
 
   /**
-   * How many keys this round may try. After a change (membership, keys lost, the first round), and
-   * while at least a quarter of its quota is missing (a member that just joined), a member sweeps
-   * the whole ring, so keys freed anywhere (a crashed member's whole range, surplus yielded by
-   * others) are found in one round; otherwise at most {@link #budget}, so a member a few keys short
-   * at rest (the shortfall is then below the number of members) costs a few hundred try-locks per
-   * round, not N.
+   * How many keys this round may try. For {@link #SWEEP_ROUNDS} rounds after a change (membership,
+   * keys lost, the start), and while at least a quarter of its quota is missing (a member that just
+   * joined), a member sweeps the whole ring, so keys freed anywhere (a crashed member's whole
+   * range, surplus yielded by others) are found in one round; otherwise at most {@link #budget}, so
+   * a member a few keys short at rest (the shortfall is then below the number of members) costs a
+   * few hundred try-locks per round, not N.
    *
    * @param held keys held now
    * @param minTries the floor of the budget at rest
@@ -125,10 +131,10 @@ final class Rebalancer {
       return 0;
     }
     int all = n - held;
-    if (sweep || 4L * shortfall >= quota()) {
+    if (sweeps > 0 || 4L * shortfall >= quota()) {
       // After a change, or while a quarter of the quota is missing (a member that just joined):
       // at rest the shortfall is below the member count, so this never repeats in a large group.
-      sweep = false;
+      sweeps = Math.max(0, sweeps - 1);
       return all;
     }
     return Math.min(budget(shortfall, minTries), all);

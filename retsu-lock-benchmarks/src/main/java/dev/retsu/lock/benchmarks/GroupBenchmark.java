@@ -125,7 +125,10 @@ final class GroupBenchmark {
     command.add("-Xmx256m");
     command.add("-XX:+UseSerialGC");
     command.add("-XX:TieredStopAtLevel=1");
-    command.add("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn");
+    command.add(
+        "-Dorg.slf4j.simpleLogger.defaultLogLevel="
+            + System.getProperty("retsu.bench.memberLogLevel", "warn"));
+    command.add("-Dorg.slf4j.simpleLogger.showDateTime=true");
     command.add("-cp");
     command.add(System.getProperty("java.class.path"));
     command.add(GroupMemberMain.class.getName());
