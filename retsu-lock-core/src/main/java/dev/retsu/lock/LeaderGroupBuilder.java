@@ -166,7 +166,7 @@ public final class LeaderGroupBuilder {
    * @param timeout zero (off) or at least 1 second
    * @return this builder
    */
-  public LeaderGroupBuilder idleSessionTimeout(Duration timeout) {
+  public LeaderGroupBuilder serverIdleSessionTimeout(Duration timeout) {
     this.idleSessionTimeout =
         Checks.zeroOrAtLeast("idleSessionTimeout", timeout, Duration.ofSeconds(1));
     return this;
