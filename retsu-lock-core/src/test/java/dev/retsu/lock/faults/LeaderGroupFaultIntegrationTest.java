@@ -33,8 +33,8 @@ import org.postgresql.ds.PGSimpleDataSource;
 /**
  * The fault suite's group scenarios, in one JVM: a partition of one session, a server restart, a
  * storm of joins and leaves. Each key's timeline is checked with {@link TermChecker}: no key ever
- * has two acting owners. (A member killed with {@code kill -9} is measured by the benchmark's child
- * processes, see docs/BENCHMARKS.md.)
+ * has two acting owners. (A member killed with {@code kill -9} needs its own process: {@link
+ * LeaderGroupKillIntegrationTest}.)
  */
 @ExtendWith(PostgresExtension.class)
 class LeaderGroupFaultIntegrationTest {
