@@ -9,6 +9,8 @@
  *       dev.retsu.lock.LeaderContext#ensureLeader()} before every effect.
  *   <li>{@link dev.retsu.lock.AdvisoryLock} and {@link dev.retsu.lock.AdvisoryLockLease}: one lock
  *       taken by hand, when you do not need a loop.
+ *   <li>{@link dev.retsu.lock.LeaderGroup}: many keys per process (shards, tenants), spread fairly
+ *       over the members, each key with its own terms, over a few sessions.
  *   <li>{@link dev.retsu.lock.LockKey}: where candidates meet.
  *   <li>{@link dev.retsu.lock.LeaderListener}: what metrics and logs hear.
  * </ul>
@@ -47,6 +49,12 @@
  *       TermRunner.begin} when a term begins</td>
  *       <td>{@code ReplicaFailoverIntegrationTest},
  *       {@code LeaderLoopIntegrationTest.serverRestartWhileLeadingUnderStepDownElectsALeaderAgain}</td></tr>
+ *   <tr><td>the same invariants per key in a {@link dev.retsu.lock.LeaderGroup}</td><td>{@code
+ *       GroupSql} (locking and proof statements), {@code GroupSession} (one session, its worker,
+ *       its deadline), {@code KeyTerm} (one key's term and checks), {@code Rebalancer} (fair
+ *       share)</td>
+ *       <td>{@code LeaderGroupIntegrationTest}, {@code LeaderGroupFaultIntegrationTest}, {@code
+ *       LeaderGroupSessionIntegrationTest}, {@code RebalancerTest}</td></tr>
  * </table>
  *
  * <h2>Tests</h2>

@@ -1,5 +1,6 @@
 package dev.retsu.lock.benchmarks;
 
+import dev.retsu.lock.LeaderGroup;
 import dev.retsu.lock.LeaderLoopBuilder;
 import dev.retsu.lock.testing.FaultProxy;
 import java.io.IOException;
@@ -29,7 +30,12 @@ import org.openjdk.jmh.runner.options.VerboseMode;
  * java -jar retsu-lock-benchmarks.jar [all|failover|idle|scale|proof|jmh|smoke] [--out DIR]
  *     [--reps N] [--default-reps N] [--only NAME,NAME] [--scenarios close,kill,terminate,partition,pause]
  *     [--scale-keys N,N]
+ * java -jar retsu-lock-benchmarks.jar group [--out DIR] [--group-keys N] [--group-members N,N]
+ *     [--group-sessions N]
  * </pre>
+ *
+ * <p>{@code group} runs only {@link GroupBenchmark} (10,000 keys over 2 and over 10 member JVMs by
+ * default) and writes {@code DIR/group-results.md}; it is not part of {@code all}.
  *
  * <p>{@code all} is the full run of docs/BENCHMARKS.md; {@code smoke} is the CI-sized run of every
  * part. Results go to {@code DIR/results.md} and CSV files beside it; progress goes to stderr.
@@ -73,6 +79,9 @@ public final class BenchmarkMain {
    */
   public static Path run(String... args) throws Exception {
     String command = args.length > 0 && !args[0].startsWith("--") ? args[0] : "all";
+    if (command.equals("group")) {
+      return group(args);
+    }
     Profile profile = command.equals("smoke") ? Profile.smokeRun() : Profile.fullRun();
     Set<Part> parts =
         switch (command) {
@@ -186,6 +195,43 @@ public final class BenchmarkMain {
     }
     report.write(out);
     Progress.log("done: %s", out.resolve("results.md").toAbsolutePath());
+    return out;
+  }
+
+  /** The {@code group} command: LeaderGroup members in child JVMs. */
+  private static Path group(String... args) throws Exception {
+    Path out = defaultOut();
+    int keys = 10_000;
+    int sessions = LeaderGroup.DEFAULT_SESSIONS;
+    int[] members = {2, 10};
+    for (int i = 1; i < args.length; i += 2) {
+      if (i + 1 >= args.length) {
+        throw new IllegalArgumentException(args[i] + " needs a value");
+      }
+      String v = args[i + 1];
+      switch (args[i]) {
+        case "--out" -> out = Path.of(v);
+        case "--group-keys" -> keys = Integer.parseInt(v);
+        case "--group-sessions" -> sessions = Integer.parseInt(v);
+        case "--group-members" ->
+            members = Arrays.stream(v.split(",")).mapToInt(Integer::parseInt).toArray();
+        default -> throw new IllegalArgumentException("unknown option for group: " + args[i]);
+      }
+    }
+    Files.createDirectories(out);
+    String load = GroupBenchmark.loadAverage();
+    Progress.log("group run, results in %s", out.toAbsolutePath());
+    List<GroupBenchmark.Result> results = new ArrayList<>();
+    try (BenchEnv env = BenchEnv.start(out, 400)) {
+      GroupBenchmark bench = new GroupBenchmark(env, out, Duration.ofSeconds(10));
+      for (int m : members) {
+        results.addAll(bench.run(keys, m, sessions));
+        GroupBenchmark.write(out, env.describe(), results, load);
+      }
+      GroupBenchmark.write(out, env.describe(), results, load);
+    }
+    Files.writeString(out.resolve("results.md"), Files.readString(out.resolve("group-results.md")));
+    Progress.log("done: %s", out.resolve("group-results.md").toAbsolutePath());
     return out;
   }
 

@@ -71,6 +71,46 @@ public final class Names {
    */
   public static final String SELF_FENCED_TERMS = "retsu.lock.self.fenced.terms";
 
+  // ---------------------------------------------------------------- LeaderGroupMetrics
+
+  /**
+   * Gauge: keys this group member leads right now. Prometheus: {@code retsu_lock_group_keys_held}.
+   */
+  public static final String GROUP_KEYS_HELD = "retsu.lock.group.keys.held";
+
+  /** Gauge: keys in the group (all members share them). */
+  public static final String GROUP_KEYS = "retsu.lock.group.keys";
+
+  /** Gauge: members this member saw at its last membership read. */
+  public static final String GROUP_MEMBERS = "retsu.lock.group.members";
+
+  /** Gauge: sessions this member has open. */
+  public static final String GROUP_SESSIONS = "retsu.lock.group.sessions";
+
+  /**
+   * Function counter: keys this member yielded to rebalance the group. Prometheus: {@code
+   * retsu_lock_group_rebalances_total}.
+   */
+  public static final String GROUP_REBALANCES = "retsu.lock.group.rebalances";
+
+  /** Function counter: key terms this member started. */
+  public static final String GROUP_ACQUISITIONS = "retsu.lock.group.acquisitions";
+
+  /** Counter of ended key terms by {@link #TAG_REASON reason}. */
+  public static final String GROUP_LOST_TERMS = "retsu.lock.group.lost.terms";
+
+  /**
+   * Gauge per {@link #TAG_KEY key}, only within the series budget: 1 while this member leads the
+   * key, else 0.
+   */
+  public static final String GROUP_KEY_LEADER = "retsu.lock.group.key.leader";
+
+  /**
+   * Gauge per {@link #TAG_KEY key}, only within the series budget: seconds the current term of the
+   * key has run, 0 when this member does not lead it.
+   */
+  public static final String GROUP_KEY_TERM = "retsu.lock.group.key.term";
+
   // ---------------------------------------------------------------- QueueStateMetrics
 
   /** Gauge per {@link #TAG_QUEUE queue}: messages ready for delivery. */
@@ -117,6 +157,12 @@ public final class Names {
 
   /** Tag: the lock, as named by the user or the key in hex. */
   public static final String TAG_LOCK = "lock";
+
+  /** Tag: the group's name. */
+  public static final String TAG_GROUP = "group";
+
+  /** Tag: one key of a group, in hex. */
+  public static final String TAG_KEY = "key";
 
   /** Tag: the candidate id. */
   public static final String TAG_CANDIDATE = "candidate";

@@ -1,0 +1,77 @@
+package dev.retsu.lock;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.postgresql.ds.PGSimpleDataSource;
+
+/** Options of a group: each rule and its message, without a database. */
+class LeaderGroupBuilderTest {
+
+  private final PGSimpleDataSource ds = new PGSimpleDataSource();
+  private final List<LockKey> keys = List.of(LockKey.of(1L), LockKey.of(2L), LockKey.of(3L));
+
+  @Test
+  void defaults() {
+    LeaderGroup g = LeaderGroup.builder(ds, "billing", keys).candidateId("w1").build();
+    assertThat(g.name()).isEqualTo("billing");
+    assertThat(g.candidateId()).isEqualTo("w1");
+    assertThat(g.keys()).isEqualTo(keys);
+    assertThat(g.state()).isEqualTo(LeaderGroup.State.NEW);
+    assertThat(g.heldCount()).isZero();
+    g.close();
+    assertThat(g.state()).isEqualTo(LeaderGroup.State.CLOSED);
+  }
+
+  @Test
+  void partitionedKeysAreNamedInTheNamespace() {
+    LeaderGroup g = LeaderGroup.partitioned(ds, "tenants", 3).build();
+    assertThat(g.keys())
+        .containsExactly(
+            LockKey.named("tenants", "0"),
+            LockKey.named("tenants", "1"),
+            LockKey.named("tenants", "2"));
+    assertThat(g.name()).isEqualTo("tenants");
+  }
+
+  @Test
+  void rulesAndTheirMessages() {
+    assertThatThrownBy(() -> LeaderGroup.builder(ds, "bad name", keys))
+        .hasMessageStartingWith("name must be 1 to 40 characters");
+    assertThatThrownBy(() -> LeaderGroup.builder(ds, "g", List.of()))
+        .hasMessage("keys must hold 1 to 100000 keys, but held 0");
+    assertThatThrownBy(
+            () -> LeaderGroup.builder(ds, "g", List.of(LockKey.of(1L), LockKey.of(1L))).build())
+        .hasMessageStartingWith("keys must be distinct, but");
+    assertThatThrownBy(() -> LeaderGroup.builder(ds, "g", keys).sessions(17))
+        .hasMessage("sessions must be within 1..16, but was 17");
+    assertThatThrownBy(() -> LeaderGroup.builder(ds, "g", keys).sessions(0))
+        .hasMessage("sessions must be within 1..16, but was 0");
+    assertThatThrownBy(
+            () -> LeaderGroup.builder(ds, "g", keys).membershipInterval(Duration.ofMillis(10)))
+        .hasMessage("membershipInterval must be at least PT0.05S, but was PT0.01S");
+    assertThatThrownBy(
+            () -> LeaderGroup.builder(ds, "g", keys).refreshTimeout(Duration.ofSeconds(8)).build())
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageStartingWith("refreshTimeout must be shorter than selfFenceAfter (PT8S)");
+    assertThatThrownBy(
+            () -> LeaderGroup.builder(ds, "g", keys).selfFenceAfter(Duration.ofSeconds(11)).build())
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageStartingWith(
+            "selfFenceAfter must be at least PT1S shorter than the server-side");
+    assertThatThrownBy(() -> LeaderGroup.partitioned(ds, "t", 0))
+        .hasMessage("partitions must be within 1..100000, but was 0");
+  }
+
+  @Test
+  void aGroupStartsOnce() {
+    LeaderGroup g = LeaderGroup.builder(ds, "g", keys).build();
+    g.close();
+    assertThatThrownBy(() -> g.start(ctx -> {}))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageStartingWith("A LeaderGroup starts once; this one is CLOSED");
+  }
+}

@@ -1,0 +1,154 @@
+package dev.retsu.lock;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import dev.retsu.lock.testing.PostgresExtension;
+import dev.retsu.lock.testing.TestDatabase;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/** A group's sessions: their settings, their O(1) proof, and refusing a shared backend. */
+@ExtendWith(PostgresExtension.class)
+class LeaderGroupSessionIntegrationTest {
+
+  private static final Duration WITHIN = Duration.ofSeconds(20);
+  private final List<LeaderGroup> groups = new ArrayList<>();
+
+  @AfterEach
+  void closeGroups() {
+    groups.forEach(LeaderGroup::close);
+  }
+
+  private static List<LockKey> keys(int n) {
+    List<LockKey> keys = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      keys.add(TestKeys.next());
+    }
+    return keys;
+  }
+
+  private LeaderGroup track(LeaderGroup g) {
+    groups.add(g);
+    return g;
+  }
+
+  @Test
+  void everySessionCarriesTheServerBoundsAndItsOwnMarker(TestDatabase db) {
+    Map<LockKey, List<String>> seen = new ConcurrentHashMap<>();
+    LeaderGroup g =
+        track(
+            LeaderGroup.builder(db.dataSource(), "settings-" + TestKeys.nextValue(), keys(8))
+                .candidateId("bounds")
+                .sessions(2)
+                .membershipInterval(Duration.ofMillis(200))
+                .build());
+    g.start(
+        ctx ->
+            seen.computeIfAbsent(
+                ctx.term().key(),
+                k -> {
+                  try (Statement s = ctx.connection().createStatement();
+                      ResultSet rs =
+                          s.executeQuery(
+                              "SELECT current_setting('tcp_keepalives_idle'),"
+                                  + " current_setting('idle_session_timeout'),"
+                                  + " current_setting('tcp_user_timeout'),"
+                                  + " current_setting('application_name'),"
+                                  + " current_setting('retsu.lock_session', true)")) {
+                    rs.next();
+                    return List.of(
+                        rs.getString(1),
+                        rs.getString(2),
+                        rs.getString(3),
+                        rs.getString(4),
+                        rs.getString(5));
+                  } catch (java.sql.SQLException e) {
+                    throw new IllegalStateException(e);
+                  }
+                }));
+    await().atMost(WITHIN).until(() -> seen.size() == 8);
+    for (List<String> s : seen.values()) {
+      assertThat(s.subList(0, 4)).containsExactly("5", "11s", "11000", "retsu-lock:bounds");
+      assertThat(s.get(4)).hasSize(32);
+    }
+    // Two sessions, two markers: each session's own.
+    assertThat(seen.values().stream().map(s -> s.get(4)).distinct()).hasSize(2);
+    assertThat(g.openSessions()).isEqualTo(2);
+  }
+
+  @Test
+  void anUntouchedSessionProvesOwnershipWithoutReadingPgLocks(TestDatabase db) {
+    LeaderGroup g =
+        track(
+            LeaderGroup.builder(db.dataSource(), "proof-" + TestKeys.nextValue(), keys(4))
+                .candidateId("proof")
+                .sessions(1)
+                .refreshInterval(Duration.ofHours(1)) // one refresh at acquisition, then none
+                .heartbeatInterval(Duration.ofMillis(100))
+                .membershipInterval(Duration.ofHours(1))
+                .build());
+    g.start(
+        ctx -> {
+          try (Statement s = ctx.connection().createStatement()) {
+            s.execute("SELECT 1"); // touches the session: the next proof reads pg_locks once
+          }
+        });
+    await().atMost(WITHIN).until(() -> g.heldCount() == 4);
+    int pid = g.sessionPid(g.keys().get(0)).orElseThrow();
+    // The session is idle between heartbeats; pg_stat_activity shows its last statement.
+    await().atMost(WITHIN).until(() -> lastQuery(db, pid).equals(GroupSql.quickProof()));
+    // Several heartbeats later it still has not read pg_locks.
+    await()
+        .during(Duration.ofMillis(800))
+        .atMost(Duration.ofSeconds(5))
+        .until(() -> !lastQuery(db, pid).contains("pg_locks"));
+    assertThat(g.heldCount()).isEqualTo(4);
+  }
+
+  private static String lastQuery(TestDatabase db, int pid) throws java.sql.SQLException {
+    try (Connection c = db.connect();
+        Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SELECT query FROM pg_stat_activity WHERE pid = " + pid)) {
+      return rs.next() ? rs.getString(1) : "";
+    }
+  }
+
+  @Test
+  void aBackendSharedWithAnotherGroupSessionIsRefused(TestDatabase db) throws Exception {
+    try (SharedBackendDataSource shared = new SharedBackendDataSource(db)) {
+      LeaderGroup g =
+          track(
+              LeaderGroup.builder(shared, "shared-" + TestKeys.nextValue(), keys(4))
+                  .candidateId("shared")
+                  .sessions(2)
+                  .build());
+      // The first session takes the backend and marks it; the second gets the same backend,
+      // finds the marker and is refused, and the group stops: retrying would lock on it again.
+      try {
+        g.start(ctx -> {});
+      } catch (UnsafeSessionException e) {
+        assertThat(e.reason()).isEqualTo(LossReason.POOLER_DETECTED);
+      }
+      await().atMost(WITHIN).until(() -> g.state() == LeaderGroup.State.FAILED);
+      assertThat(g.failure())
+          .get()
+          .isInstanceOfSatisfying(
+              UnsafeSessionException.class,
+              e -> {
+                assertThat(e.reason()).isEqualTo(LossReason.POOLER_DETECTED);
+                assertThat(e.getMessage()).contains("already carries another retsu-lock session");
+              });
+      assertThat(g.heldCount()).isZero();
+    }
+  }
+}

@@ -1,0 +1,325 @@
+package dev.retsu.lock.micrometer;
+
+import dev.retsu.lock.LeaderGroup;
+import dev.retsu.lock.LeaderListener;
+import dev.retsu.lock.LockKey;
+import dev.retsu.lock.LossReason;
+import dev.retsu.lock.Term;
+import dev.retsu.lock.micrometer.internal.Texts;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Meter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Tag;
+import io.micrometer.core.instrument.Tags;
+import io.micrometer.core.instrument.binder.MeterBinder;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.locks.ReentrantLock;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Metrics of one {@link LeaderGroup} member, within a series budget. Build it from the group and
+ * bind it to a registry, as {@link LeaderMetrics} does for a loop:
+ *
+ * <pre>{@code
+ * LeaderGroupMetrics metrics = LeaderGroupMetrics.of(group);
+ * metrics.bindTo(registry); // registers the meters and subscribes to the group
+ * }</pre>
+ *
+ * <p>Every meter carries the tags {@code group} (the group's name) and {@code candidate}, plus any
+ * {@linkplain Builder#tags extra tags}:
+ *
+ * <table>
+ *   <caption>Meters</caption>
+ *   <tr><th>name</th><th>type</th><th>more tags</th></tr>
+ *   <tr><td>{@value Names#GROUP_KEYS_HELD}</td><td>gauge</td><td></td></tr>
+ *   <tr><td>{@value Names#GROUP_KEYS}</td><td>gauge</td><td></td></tr>
+ *   <tr><td>{@value Names#GROUP_MEMBERS}</td><td>gauge</td><td></td></tr>
+ *   <tr><td>{@value Names#GROUP_SESSIONS}</td><td>gauge</td><td></td></tr>
+ *   <tr><td>{@value Names#GROUP_REBALANCES}</td><td>function counter</td><td></td></tr>
+ *   <tr><td>{@value Names#GROUP_ACQUISITIONS}</td><td>function counter</td><td></td></tr>
+ *   <tr><td>{@value Names#GROUP_LOST_TERMS}</td><td>counter</td><td>{@code reason}</td></tr>
+ *   <tr><td>{@value Names#GROUP_KEY_LEADER}</td><td>gauge 1/0</td><td>{@code key}</td></tr>
+ *   <tr><td>{@value Names#GROUP_KEY_TERM}</td><td>gauge, seconds</td><td>{@code key}</td></tr>
+ * </table>
+ *
+ * <p><b>Series budget.</b> The per-key gauges ({@value Names#GROUP_KEY_LEADER}, {@value
+ * Names#GROUP_KEY_TERM}) are registered only when the group has at most {@link
+ * Builder#perKeyBudget(int) perKeyBudget} keys (default {@value #DEFAULT_PER_KEY_BUDGET}): two
+ * series per key on every member. Above it the member exports only the fixed series (6 gauges and
+ * counters plus one lost-terms counter per reason), whatever the number of keys.
+ *
+ * <p>Thread-safe. {@link #close()} unsubscribes and removes exactly the meters this instance
+ * registered.
+ */
+public final class LeaderGroupMetrics implements MeterBinder, AutoCloseable {
+
+  /** Default most keys for which per-key series are exported: 100. */
+  public static final int DEFAULT_PER_KEY_BUDGET = 100;
+
+  private static final Logger log = LoggerFactory.getLogger(LeaderGroupMetrics.class);
+
+  private final LeaderGroup group;
+  private final Tags tags;
+  private final int perKeyBudget;
+  private final String context;
+  private final LeaderListener listener = new Events();
+  private final ReentrantLock lifecycle = new ReentrantLock();
+  private volatile Bound bound;
+  private boolean closed;
+
+  private LeaderGroupMetrics(Builder b) {
+    this.group = b.group;
+    this.perKeyBudget = b.perKeyBudget;
+    this.tags =
+        Tags.of(Names.TAG_GROUP, group.name(), Names.TAG_CANDIDATE, group.candidateId())
+            .and(b.tags);
+    this.context = "[group=" + group.name() + ", candidate=" + group.candidateId() + "]";
+  }
+
+  /**
+   * Returns metrics for one group member with the default series budget.
+   *
+   * @param group the group
+   * @return the metrics, not yet bound
+   */
+  public static LeaderGroupMetrics of(LeaderGroup group) {
+    return builder(group).build();
+  }
+
+  /**
+   * Returns a builder.
+   *
+   * @param group the group
+   * @return a builder
+   */
+  public static Builder builder(LeaderGroup group) {
+    return new Builder(group);
+  }
+
+  /**
+   * Returns whether per-key series are exported (the group has at most {@code perKeyBudget} keys).
+   *
+   * @return true within the budget
+   */
+  public boolean perKeySeries() {
+    return group.keys().size() <= perKeyBudget;
+  }
+
+  /**
+   * Returns the tags every meter of this instance carries.
+   *
+   * @return {@code group}, {@code candidate} and the extra tags
+   */
+  public Tags tags() {
+    return tags;
+  }
+
+  /**
+   * Registers the meters and subscribes to the group's events.
+   *
+   * @param registry the registry
+   * @throws IllegalStateException if bound already or closed, or the registry already holds this
+   *     group member's meters
+   */
+  @Override
+  public void bindTo(MeterRegistry registry) {
+    Objects.requireNonNull(registry, "registry");
+    lifecycle.lock();
+    try {
+      if (closed) {
+        throw new IllegalStateException(context + " LeaderGroupMetrics is closed");
+      }
+      if (bound != null) {
+        throw new IllegalStateException(context + " LeaderGroupMetrics is bound already");
+      }
+      if (!registry.find(Names.GROUP_KEYS_HELD).tags(tags).gauges().isEmpty()) {
+        throw new IllegalStateException(
+            context + " the registry already has group meters for this group and candidate");
+      }
+      bound = new Bound(registry);
+      group.addListener(listener);
+    } finally {
+      lifecycle.unlock();
+    }
+  }
+
+  /** Unsubscribes and removes the meters this instance registered. Idempotent; never throws. */
+  @Override
+  public void close() {
+    lifecycle.lock();
+    try {
+      if (closed) {
+        return;
+      }
+      closed = true;
+      group.removeListener(listener);
+      Bound b = bound;
+      bound = null;
+      if (b != null) {
+        for (Meter m : b.meters) {
+          b.registry.remove(m);
+        }
+      }
+    } finally {
+      lifecycle.unlock();
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "LeaderGroupMetrics" + context;
+  }
+
+  private double termSeconds(LockKey key) {
+    return group
+        .currentTerm(key)
+        .map(t -> Duration.between(t.start(), Instant.now()).toMillis() / 1000.0)
+        .orElse(0.0);
+  }
+
+  private final class Events implements LeaderListener {
+    @Override
+    public void onLost(Term term, LossReason reason, Throwable cause) {
+      try {
+        Bound b = bound;
+        if (b != null) {
+          b.lostTerms.get(reason).increment();
+        }
+      } catch (RuntimeException e) {
+        log.warn("{} LeaderGroupMetrics.onLost failed; the group goes on", context, e);
+      }
+    }
+  }
+
+  /** The registered meters. */
+  private final class Bound {
+    final MeterRegistry registry;
+    final List<Meter> meters = new ArrayList<>();
+    final Map<LossReason, Counter> lostTerms = new EnumMap<>(LossReason.class);
+
+    Bound(MeterRegistry registry) {
+      this.registry = registry;
+      try {
+        gauge(Names.GROUP_KEYS_HELD, "Keys this member leads right now", g -> g.heldCount());
+        gauge(Names.GROUP_KEYS, "Keys in the group", g -> g.keys().size());
+        gauge(
+            Names.GROUP_MEMBERS,
+            "Members of the group at this member's last membership read",
+            g -> g.members());
+        gauge(Names.GROUP_SESSIONS, "Sessions this member has open", g -> g.openSessions());
+        meters.add(
+            FunctionCounter.builder(Names.GROUP_REBALANCES, group, g -> g.rebalances())
+                .description("Keys this member yielded to rebalance the group")
+                .tags(tags)
+                .register(registry));
+        meters.add(
+            FunctionCounter.builder(Names.GROUP_ACQUISITIONS, group, g -> g.acquisitions())
+                .description("Key terms this member started")
+                .tags(tags)
+                .register(registry));
+        for (LossReason r : LossReason.values()) {
+          Counter c =
+              Counter.builder(Names.GROUP_LOST_TERMS)
+                  .description("Key terms of this member that ended, by reason")
+                  .baseUnit(Names.UNIT_TERMS)
+                  .tags(tags)
+                  .tag(Names.TAG_REASON, Texts.tagValue(r))
+                  .register(registry);
+          meters.add(c);
+          lostTerms.put(r, c);
+        }
+        if (perKeySeries()) {
+          for (LockKey k : group.keys()) {
+            Tag key = Tag.of(Names.TAG_KEY, Texts.hex(k));
+            meters.add(
+                Gauge.builder(
+                        Names.GROUP_KEY_LEADER, group, g -> g.currentTerm(k).isPresent() ? 1 : 0)
+                    .description("1 while this member leads the key")
+                    .tags(tags)
+                    .tag(key.getKey(), key.getValue())
+                    .strongReference(true)
+                    .register(registry));
+            meters.add(
+                Gauge.builder(Names.GROUP_KEY_TERM, LeaderGroupMetrics.this, m -> m.termSeconds(k))
+                    .description("Seconds the current term of the key has run; 0 when not leading")
+                    .baseUnit(Names.UNIT_SECONDS)
+                    .tags(tags)
+                    .tag(key.getKey(), key.getValue())
+                    .strongReference(true)
+                    .register(registry));
+          }
+        }
+      } catch (RuntimeException e) {
+        for (Meter m : meters) {
+          registry.remove(m);
+        }
+        throw e;
+      }
+    }
+
+    private void gauge(
+        String name, String description, java.util.function.ToDoubleFunction<LeaderGroup> f) {
+      meters.add(
+          Gauge.builder(name, group, f)
+              .description(description)
+              .tags(tags)
+              .strongReference(true)
+              .register(registry));
+    }
+  }
+
+  /** Options of {@link LeaderGroupMetrics}. Not thread-safe. */
+  public static final class Builder {
+    private final LeaderGroup group;
+    private int perKeyBudget = DEFAULT_PER_KEY_BUDGET;
+    private Tags tags = Tags.empty();
+
+    private Builder(LeaderGroup group) {
+      this.group = Objects.requireNonNull(group, "group");
+    }
+
+    /**
+     * Sets the most keys for which per-key series are exported (two per key). Defaults to 100.
+     *
+     * @param budget 0 (never) to 100,000
+     * @return this builder
+     */
+    public Builder perKeyBudget(int budget) {
+      if (budget < 0 || budget > LeaderGroup.MAX_KEYS) {
+        throw new IllegalArgumentException(
+            "perKeyBudget must be within 0.." + LeaderGroup.MAX_KEYS + ", but was " + budget);
+      }
+      this.perKeyBudget = budget;
+      return this;
+    }
+
+    /**
+     * Adds tags to every meter.
+     *
+     * @param extra the tags
+     * @return this builder
+     */
+    public Builder tags(Iterable<Tag> extra) {
+      this.tags = this.tags.and(Objects.requireNonNull(extra, "tags"));
+      return this;
+    }
+
+    /**
+     * Builds the metrics, not yet bound.
+     *
+     * @return the metrics
+     */
+    public LeaderGroupMetrics build() {
+      return new LeaderGroupMetrics(this);
+    }
+  }
+}
