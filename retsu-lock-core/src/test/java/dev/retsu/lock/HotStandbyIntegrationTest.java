@@ -82,6 +82,35 @@ class HotStandbyIntegrationTest {
 
   @Test
   @Order(2)
+  void aLeaderGroupRefusesAHotStandbyAtStartAndTakesNoLockThere() throws SQLException {
+    LeaderGroup group =
+        LeaderGroup.partitioned(dataSource(standby), "standby-group", 8)
+            .candidateId("group-on-standby")
+            .build();
+    try {
+      assertThatThrownBy(() -> group.start(ctx -> {}))
+          .isInstanceOfSatisfying(
+              UnsafeSessionException.class,
+              e -> {
+                assertThat(e.reason()).isEqualTo(LossReason.HOT_STANDBY_DETECTED);
+                assertThat(e.getMessage()).contains("hot standby");
+              });
+      assertThat(group.state()).isEqualTo(LeaderGroup.State.FAILED);
+      assertThat(group.heldCount()).isZero();
+    } finally {
+      group.close();
+    }
+    try (Connection c = standby.connect("postgres");
+        Statement s = c.createStatement();
+        ResultSet rs =
+            s.executeQuery("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'")) {
+      rs.next();
+      assertThat(rs.getLong(1)).as("advisory locks on the standby").isZero();
+    }
+  }
+
+  @Test
+  @Order(3)
   void leadsOnceTheStandbyIsPromoted() throws SQLException {
     try (Connection c = standby.connect("postgres");
         Statement s = c.createStatement()) {
