@@ -177,7 +177,7 @@ public final class LeaderGroup implements AutoCloseable {
 
   LeaderGroup(GroupSettings settings) {
     this.settings = settings;
-    this.listeners = new GroupListeners(settings.listeners(), settings.context());
+    this.listeners = new GroupListeners(new Listeners(settings.listeners(), settings.context()));
     for (int i = 0; i < settings.keys().size(); i++) {
       index.put(settings.keys().get(i), i);
     }

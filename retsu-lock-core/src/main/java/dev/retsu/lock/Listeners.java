@@ -90,7 +90,21 @@ final class Listeners {
     }
   }
 
-  private void each(String method, Call call) {
+  /**
+   * Runs {@code work} while holding the order lock, so a check of a term's state and the calls it
+   * decides on are one step against every other delivery (re-entrant: {@link #each} inside it).
+   */
+  void serially(Runnable work) {
+    order.lock();
+    try {
+      work.run();
+    } finally {
+      order.unlock();
+    }
+  }
+
+  /** Calls every listener in order, serialised; a listener that throws is logged and skipped. */
+  void each(String method, Call call) {
     order.lock();
     try {
       for (LeaderListener l : listeners) {
