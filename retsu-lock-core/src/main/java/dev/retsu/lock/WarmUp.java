@@ -1,10 +1,13 @@
 package dev.retsu.lock;
 
+import dev.retsu.lock.internal.PgSession;
 import dev.retsu.lock.internal.SessionGuard;
+import dev.retsu.lock.internal.SessionTerminator;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.slf4j.helpers.MessageFormatter;
 
 /**
  * Loads the leader's code path once per JVM while this candidate is a standby, so a takeover does
@@ -18,27 +21,32 @@ final class WarmUp {
   private static final Logger LOG = LoggerFactory.getLogger(WarmUp.class);
   private static final AtomicBoolean DONE = new AtomicBoolean();
 
-  /** The classes a term touches from the grant to its first refresh and its end. */
-  private static final List<String> LEADER_PATH =
+  /**
+   * The classes a term touches from the grant to its first refresh and its end. Class literals, so
+   * a rename breaks the build instead of silently shortening the list; a literal does not
+   * initialise its class, {@link #leaderPath()} does.
+   */
+  private static final List<Class<?>> LEADER_PATH =
       List.of(
-          "dev.retsu.lock.AdvisoryLockLease",
-          "dev.retsu.lock.AdvisoryLockLease$Hooks",
-          "dev.retsu.lock.AdvisoryLockLease$Watcher",
-          "dev.retsu.lock.LeaderTerm",
-          "dev.retsu.lock.TermRunner",
-          "dev.retsu.lock.TermWatchdog",
-          "dev.retsu.lock.SelfFence",
-          "dev.retsu.lock.Term",
-          "dev.retsu.lock.FencingToken",
-          "dev.retsu.lock.LossReason",
-          "dev.retsu.lock.LeadershipLostException",
-          "dev.retsu.lock.Diagnostics",
-          "dev.retsu.lock.Refusals",
-          "dev.retsu.lock.internal.PgSession",
-          "dev.retsu.lock.internal.PgSession$Evidence",
-          "dev.retsu.lock.internal.PgSession$Transaction",
-          "dev.retsu.lock.internal.SessionTerminator",
-          "org.slf4j.helpers.MessageFormatter");
+          AdvisoryLockLease.class,
+          AdvisoryLockLease.Watcher.class,
+          AdvisoryTermLease.class,
+          LeaderTerm.class,
+          TermRunner.class,
+          TermWatchdog.class,
+          SelfFence.class,
+          Term.class,
+          FencingToken.class,
+          LossReason.class,
+          AttemptResult.class,
+          LeadershipLostException.class,
+          Diagnostics.class,
+          Refusals.class,
+          PgSession.class,
+          PgSession.Evidence.class,
+          PgSession.Transaction.class,
+          SessionTerminator.class,
+          MessageFormatter.class);
 
   private WarmUp() {}
 
@@ -49,11 +57,11 @@ final class WarmUp {
     }
     long start = System.nanoTime();
     ClassLoader loader = WarmUp.class.getClassLoader();
-    for (String name : LEADER_PATH) {
+    for (Class<?> type : LEADER_PATH) {
       try {
-        Class.forName(name, true, loader);
+        Class.forName(type.getName(), true, loader);
       } catch (ClassNotFoundException | LinkageError e) {
-        LOG.debug("Warm-up could not load {}: {}", name, e.toString());
+        LOG.debug("Warm-up could not initialise {}: {}", type.getName(), e.toString());
       }
     }
     try {
