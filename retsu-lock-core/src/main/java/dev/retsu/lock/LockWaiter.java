@@ -45,6 +45,9 @@ final class LockWaiter implements AutoCloseable {
   private final ReentrantLock io = new ReentrantLock();
   private final AtomicBoolean open = new AtomicBoolean(true);
 
+  /** Whether the last wait ended in lock_timeout (guarded by io). */
+  private boolean timedOut;
+
   private LockWaiter(
       AdvisoryLock lock,
       Connection conn,
@@ -160,14 +163,31 @@ final class LockWaiter implements AutoCloseable {
         }
       } catch (SQLException e) {
         if ("55P03".equals(e.getSQLState()) && open.get()) {
+          timedOut = true;
           return Optional.empty(); // lock_timeout: nobody released it yet; re-arm
         }
         close();
         throw lock.failed("Waiting for the lock failed", e);
       }
+      boolean afterTimeout = timedOut;
+      timedOut = false;
       if (granted != pid) {
         discard();
         throw Refusals.pidChanged(pid, granted, lock.key(), lock.candidateId());
+      }
+      if (alreadyHeld && afterTimeout && !inRecovery) {
+        // PostgreSQL can grant the lock in the instant lock_timeout fires: the statement fails
+        // with 55P03 and the session keeps the lock. Not a shared backend, but not provably ours
+        // either, so end the session (which frees the lock if it is ours) and let the standby
+        // open a new one; this candidate never acts on it. A backend that still holds the key on
+        // the next session's first wait is refused as shared, as before.
+        discard();
+        throw new AdvisoryLockException(
+            "The lock was granted as the previous wait timed out; the waiting session was ended,"
+                + " which releases it, and the standby waits again on a new one",
+            lock.key(),
+            lock.candidateId(),
+            null);
       }
       if (inRecovery || alreadyHeld || !locked) {
         discard();
