@@ -151,7 +151,9 @@ final class LockWaiter implements AutoCloseable {
         conn.setNetworkTimeout(
             AdvisoryLock.DIRECT, (int) (waitTimeout.toMillis() + lock.timeoutMillis()));
         try (PreparedStatement ps = conn.prepareStatement(SessionSql.waitLock(lock.key()))) {
-          int next = lock.key().bindArguments(ps, 1);
+          ps.setString(1, originalLockTimeout);
+          ps.setString(2, originalStatementTimeout);
+          int next = lock.key().bindArguments(ps, 3);
           lock.key().bindLocks(ps, next);
           try (ResultSet rs = ps.executeQuery()) {
             rs.next();
@@ -209,13 +211,7 @@ final class LockWaiter implements AutoCloseable {
             lock.candidateId(),
             new InterruptedException());
       }
-      try (PreparedStatement ps =
-          conn.prepareStatement(
-              "SELECT pg_catalog.set_config('lock_timeout', ?, false),"
-                  + " pg_catalog.set_config('statement_timeout', ?, false)")) {
-        ps.setString(1, originalLockTimeout);
-        ps.setString(2, originalStatementTimeout);
-        ps.execute();
+      try {
         conn.setNetworkTimeout(AdvisoryLock.DIRECT, 0);
       } catch (SQLException e) {
         SessionTerminator.endSession(lock.dataSource(), conn, false, lock.context());

@@ -73,17 +73,24 @@ final class SessionSql {
   }
 
   /**
-   * One blocking wait under {@code lock_timeout}: pid, in_recovery, already_held, granted. The
-   * already-held check runs in the same statement, before every wait. Binds: key arguments; key
-   * locks.
+   * One blocking wait under {@code lock_timeout}: pid, in_recovery, already_held, granted, and
+   * (only once granted) the two restored settings. The already-held check runs in the same
+   * statement, before every wait. Once the lock is granted, the same statement puts {@code
+   * lock_timeout} and {@code statement_timeout} back to the session's own values, so a takeover
+   * needs no round trip of its own for that (a wait that ends in {@code lock_timeout} fails before
+   * it, and its transaction undoes nothing else). Binds: lock_timeout, statement_timeout to
+   * restore; key arguments; key locks.
    */
   static String waitLock(LockKey key) {
-    return "SELECT t.pid, t.in_recovery, t.already, CASE WHEN t.in_recovery OR t.already THEN"
-        + " false ELSE pg_catalog.pg_advisory_lock("
+    return "SELECT w.pid, w.in_recovery, w.already, w.locked, CASE WHEN w.locked THEN"
+        + " pg_catalog.set_config('lock_timeout', ?::text, false) END, CASE WHEN w.locked THEN"
+        + " pg_catalog.set_config('statement_timeout', ?::text, false) END FROM (SELECT t.pid,"
+        + " t.in_recovery, t.already, CASE WHEN t.in_recovery OR t.already THEN false ELSE"
+        + " pg_catalog.pg_advisory_lock("
         + key.sqlArguments()
-        + ")::text = '' END FROM ("
+        + ")::text = '' END AS locked FROM ("
         + backendFacts(key)
-        + ") t";
+        + ") t OFFSET 0) w";
   }
 
   /**

@@ -77,6 +77,55 @@ class WaitTakeoverIntegrationTest {
     assertThat(lb.of("attempt").get(0).detail()).isEqualTo(AttemptResult.ACQUIRED);
   }
 
+  /**
+   * The waiting session runs under the waiter's own lock_timeout and no statement_timeout; the
+   * statement that is granted the lock puts the session's own values back (no extra round trip at
+   * the takeover), also after the wait re-armed several times. The leader's SQL then runs under the
+   * values the user configured.
+   */
+  @Test
+  void aGrantedWaitPutsTheSessionsOwnTimeoutsBack(TestDatabase db) throws Exception {
+    LockKey key = TestKeys.next();
+    AdvisoryLockLease held =
+        track(AdvisoryLock.of(db.dataSource(), key).tryAcquire().orElseThrow());
+    PGSimpleDataSource own = db.dataSource();
+    own.setOptions("-c lock_timeout=1234ms -c statement_timeout=4321ms");
+    RecordingListener lb = new RecordingListener();
+    CompletableFuture<List<String>> seen = new CompletableFuture<>();
+    LeaderLoop b =
+        track(
+            candidate(own, key, "wait-timeouts")
+                .takeover(TakeoverMode.WAIT)
+                .waitTimeout(Duration.ofMillis(300))
+                .listener(lb)
+                .build());
+    b.start(
+        ctx -> {
+          try (java.sql.Statement s = ctx.connection().createStatement();
+              java.sql.ResultSet rs =
+                  s.executeQuery(
+                      "SELECT current_setting('lock_timeout'),"
+                          + " current_setting('statement_timeout')")) {
+            rs.next();
+            seen.complete(List.of(rs.getString(1), rs.getString(2)));
+          }
+        });
+    // Re-armed at least twice (each timed-out wait is one HELD_ELSEWHERE attempt).
+    await()
+        .atMost(WITHIN)
+        .until(
+            () ->
+                lb.of("attempt").stream()
+                        .filter(e -> e.detail() == AttemptResult.HELD_ELSEWHERE)
+                        .count()
+                    >= 2);
+
+    held.close();
+
+    assertThat(seen.get(60, TimeUnit.SECONDS)).containsExactly("1234ms", "4321ms");
+    assertThat(b.isLeader()).isTrue();
+  }
+
   @Test
   void closeAbortsAWaitThatWouldBlockForAnHour(TestDatabase db) throws Exception {
     LockKey key = TestKeys.next();
