@@ -92,6 +92,7 @@ public final class AdvisoryLock {
     settings.putAll(b.sessionSettings);
     this.sessionSettings = Collections.unmodifiableMap(settings);
     this.context = Diagnostics.context(key, candidateId);
+    SessionTerminator.prepare(dataSource); // no reflection later, when a release must be quick
   }
 
   /**

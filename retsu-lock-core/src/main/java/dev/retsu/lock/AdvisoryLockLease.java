@@ -97,7 +97,7 @@ public final class AdvisoryLockLease implements AutoCloseable {
   }
 
   /** Routes the guarded graph's calls through the lease's I/O lock and to its watcher. */
-  private final class Hooks implements SessionGuard.Hooks {
+  final class Hooks implements SessionGuard.Hooks {
     @Override
     public void enter() throws SQLException {
       io.lock();

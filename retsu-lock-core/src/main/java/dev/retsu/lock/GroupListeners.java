@@ -31,7 +31,7 @@ final class GroupListeners {
           if (term.ended()) {
             return;
           }
-          fanOut.each("onAcquired", l -> l.onAcquired(term.term()));
+          fanOut.each("onAcquired", Listeners.ON_ACQUIRED, term.term(), null, null);
           term.announced = true;
         });
   }
@@ -43,9 +43,10 @@ final class GroupListeners {
             return;
           }
           if (error == null) {
-            fanOut.each("onRefreshSucceeded", l -> l.onRefreshSucceeded(term.term(), took));
+            fanOut.each(
+                "onRefreshSucceeded", Listeners.ON_REFRESH_SUCCEEDED, term.term(), took, null);
           } else {
-            fanOut.each("onRefreshFailed", l -> l.onRefreshFailed(term.term(), took, error));
+            fanOut.each("onRefreshFailed", Listeners.ON_REFRESH_FAILED, term.term(), took, error);
           }
         });
   }
@@ -58,7 +59,7 @@ final class GroupListeners {
             return;
           }
           term.lostDelivered = true;
-          fanOut.each("onLost", l -> l.onLost(term.term(), term.reason(), term.cause()));
+          fanOut.each("onLost", Listeners.ON_LOST, term.term(), term.reason(), term.cause());
         });
   }
 }

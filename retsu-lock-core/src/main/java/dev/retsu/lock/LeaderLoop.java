@@ -9,6 +9,7 @@ import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BooleanSupplier;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -67,6 +68,10 @@ public final class LeaderLoop implements AutoCloseable {
   private final Wakeup wakeup;
   private final AtomicReference<State> state = new AtomicReference<>(State.NEW);
   private final AtomicBoolean closing = new AtomicBoolean();
+
+  /** One supplier for every term, linked once: not a new method reference at each takeover. */
+  private final BooleanSupplier isClosing = closing::get;
+
   private final CountDownLatch finished = new CountDownLatch(1);
   private volatile LeaderTerm current;
   private volatile Thread runner;
@@ -83,7 +88,7 @@ public final class LeaderLoop implements AutoCloseable {
     this.context = settings.context();
     this.listeners = new Listeners(settings.listeners(), context);
     this.standby = standby;
-    this.wakeup = new Wakeup(settings.time(), closing::get);
+    this.wakeup = new Wakeup(settings.time(), isClosing);
   }
 
   /** The validated settings this loop runs with (tests in this package read them). */
@@ -318,7 +323,7 @@ public final class LeaderLoop implements AutoCloseable {
       }
       termCounter++;
       current = term;
-      TermRunner runner = new TermRunner(term, listeners, wakeup, closing::get);
+      TermRunner runner = new TermRunner(term, listeners, wakeup, isClosing);
       LossReason reason = runner.lead(task, since(started));
       current = null;
       if (reason == LossReason.CLOSED

@@ -76,10 +76,13 @@ final class Standby implements AutoCloseable {
     }
     try {
       Optional<AdvisoryLockLease> granted = w.await();
-      if (granted.isPresent()) {
-        waiter = null; // its session now belongs to the lease
+      if (granted.isEmpty()) {
+        return Optional.empty();
       }
-      return granted.map(AdvisoryTermLease::new);
+      waiter = null; // its session now belongs to the lease
+      // Not granted.map(AdvisoryTermLease::new): a method reference is linked when first run, and
+      // a waiting standby first runs this line at its grant, the moment a takeover is timed.
+      return Optional.of(new AdvisoryTermLease(granted.get()));
     } catch (AdvisoryLockException e) {
       waiter = null; // the waiter ended its session
       throw e;

@@ -30,6 +30,9 @@ final class WarmUp {
       List.of(
           AdvisoryLockLease.class,
           AdvisoryLockLease.Watcher.class,
+          AdvisoryLockLease.Hooks.class,
+          Listeners.class,
+          Listeners.Call.class,
           AdvisoryTermLease.class,
           LeaderTerm.class,
           TermRunner.class,
@@ -48,6 +51,16 @@ final class WarmUp {
           SessionTerminator.class,
           MessageFormatter.class);
 
+  /**
+   * Classes of optional dependencies or of some of their versions, loaded by name when present:
+   * SLF4J 2's argument handling (the first log line with arguments at a takeover would load it),
+   * pgjdbc's abort of a connection (the first release of a lock whose session is busy would).
+   */
+  private static final List<String> OPTIONAL =
+      List.of(
+          "org.slf4j.helpers.NormalizedParameters",
+          "org.postgresql.jdbc.PgConnection$AbortCommand");
+
   private WarmUp() {}
 
   /** Loads and initialises the leader path; never throws. */
@@ -62,6 +75,13 @@ final class WarmUp {
         Class.forName(type.getName(), true, loader);
       } catch (ClassNotFoundException | LinkageError e) {
         LOG.debug("Warm-up could not initialise {}: {}", type.getName(), e.toString());
+      }
+    }
+    for (String name : OPTIONAL) {
+      try {
+        Class.forName(name, true, loader);
+      } catch (ClassNotFoundException | LinkageError e) {
+        LOG.trace("Warm-up skipped {}: {}", name, e.toString());
       }
     }
     try {

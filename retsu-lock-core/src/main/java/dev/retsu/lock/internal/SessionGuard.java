@@ -144,6 +144,14 @@ public final class SessionGuard {
     for (Class<?> type : WRAPPED) {
       Proxy.newProxyInstance(loader, new Class<?>[] {type}, none);
     }
+    // Load the view's own classes too: a lease built at a takeover then links nothing new.
+    for (Class<?> type : List.of(Graph.class, Handler.class)) {
+      try {
+        Class.forName(type.getName(), true, loader);
+      } catch (ClassNotFoundException e) {
+        throw new IllegalStateException("A class of this library is missing: " + type.getName(), e);
+      }
+    }
   }
 
   /**
