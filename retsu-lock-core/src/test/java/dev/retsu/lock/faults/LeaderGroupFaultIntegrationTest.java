@@ -22,10 +22,12 @@ import java.util.List;
 import java.util.Optional;
 import java.util.Random;
 import java.util.Set;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
+import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -208,6 +210,20 @@ class LeaderGroupFaultIntegrationTest {
     return out;
   }
 
+  /**
+   * Waits for a fault's aftermath; when it does not come, the verdict on what happened meanwhile
+   * (every member closed) fails first, with its violations, then the timeout.
+   */
+  private void awaitAftermath(String scenario, int round, String faults, Callable<Boolean> done)
+      throws Exception {
+    try {
+      await().atMost(WITHIN).until(done);
+    } catch (ConditionTimeoutException e) {
+      GroupFaults.judge(scenario, round, faults + " (timed out)", closeAndAnalyse());
+      throw e;
+    }
+  }
+
   private GroupRecorder.Result closeAndAnalyse() throws Exception {
     groups.forEach(LeaderGroup::close);
     closed();
@@ -250,13 +266,11 @@ class LeaderGroupFaultIntegrationTest {
     }
 
     // Every struck term of a ends (on the client's bounds, or closed), and the keys are taken.
-    await()
-        .atMost(WITHIN)
-        .until(
-            () -> {
-              List<LossReason> ended = lossesOfStruck("a", victim, struck);
-              return !ended.contains(null) && balanced(living);
-            });
+    awaitAftermath(
+        scenario,
+        round,
+        "partition@" + where,
+        () -> !lossesOfStruck("a", victim, struck).contains(null) && balanced(living));
     if (where != Where.CLOSE) {
       assertThat(lossesOfStruck("a", victim, struck)).isNotEmpty(); // at least the phase's key
     }
@@ -298,17 +312,17 @@ class LeaderGroupFaultIntegrationTest {
     db.server().restart(mode);
 
     // Every key is owned again, by a term that began after the restart.
-    await()
-        .atMost(WITHIN)
-        .until(
-            () ->
-                balanced(living)
-                    && keys.stream()
-                        .allMatch(
-                            k ->
-                                rec.byKey.get(k).stream()
-                                    .anyMatch(
-                                        e -> e.kind().equals("ACQUIRED") && e.nanos() > struck)));
+    awaitAftermath(
+        scenario,
+        round,
+        "restart-" + mode + "@" + where,
+        () ->
+            balanced(living)
+                && keys.stream()
+                    .allMatch(
+                        k ->
+                            rec.byKey.get(k).stream()
+                                .anyMatch(e -> e.kind().equals("ACQUIRED") && e.nanos() > struck)));
     GroupFaults.judge(scenario, round, "restart-" + mode + "@" + where, closeAndAnalyse());
   }
 
