@@ -372,15 +372,8 @@ final class GroupRecorder {
           continue;
         }
         String term = a.fields().get(0);
-        boolean endedBefore =
-            timeline.stream()
-                .anyMatch(
-                    l ->
-                        l.kind().equals("LOST")
-                            && l.member().equals(a.member())
-                            && l.fields().get(0).equals(term)
-                            && l.nanos() <= s.nanos());
-        if (!endedBefore) {
+        Optional<Fleet.Event> lost = lostOf(timeline, a.member(), term);
+        if (lost.isEmpty() || lost.get().nanos() > s.nanos()) {
           out.add(
               new TermChecker.Injection(
                   s.round(), a.member(), term, s.nanos(), s.serverSide(), s.label()));
@@ -388,6 +381,17 @@ final class GroupRecorder {
       }
     }
     return out;
+  }
+
+  /** The LOST of a member's term in one key's timeline, if it has ended. */
+  static Optional<Fleet.Event> lostOf(List<Fleet.Event> timeline, String member, String term) {
+    return timeline.stream()
+        .filter(
+            l ->
+                l.kind().equals("LOST")
+                    && l.member().equals(member)
+                    && l.fields().get(0).equals(term))
+        .findFirst();
   }
 
   /**

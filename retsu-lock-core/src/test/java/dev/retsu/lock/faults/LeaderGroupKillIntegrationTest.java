@@ -10,9 +10,6 @@ import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.ProcessOutput;
 import dev.retsu.lock.testing.TestDatabase;
 import java.io.IOException;
-import java.io.OutputStream;
-import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -72,13 +69,7 @@ class LeaderGroupKillIntegrationTest {
     }
 
     void send(String command) {
-      try {
-        OutputStream in = process.getOutputStream();
-        in.write((command + "\n").getBytes(StandardCharsets.UTF_8));
-        in.flush();
-      } catch (IOException e) {
-        throw new UncheckedIOException("cannot command " + id, e);
-      }
+      Fleet.send(process, id, command);
     }
 
     void kill9() throws InterruptedException {
@@ -181,15 +172,7 @@ class LeaderGroupKillIntegrationTest {
         if (!acq.kind().equals("ACQUIRED") || !acq.member().equals(victim.id)) {
           continue;
         }
-        String term = acq.fields().get(0);
-        boolean ended =
-            sorted.stream()
-                .anyMatch(
-                    e ->
-                        e.member().equals(victim.id)
-                            && e.kind().equals("LOST")
-                            && e.fields().get(0).equals(term));
-        if (!ended) {
+        if (GroupRecorder.lostOf(sorted, victim.id, acq.fields().get(0)).isEmpty()) {
           cut++;
           assertThat(sorted)
               .as("a term of %s on %s cut by the kill is taken over", victim.id, acq)
