@@ -14,9 +14,6 @@ import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.sql.Connection;
-import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -31,9 +28,8 @@ import org.postgresql.ds.PGSimpleDataSource;
  * starts with {@code T <System.nanoTime()>}; on Linux that is CLOCK_MONOTONIC, one clock for every
  * process on the machine, so the parent compares the children's events on one time base.
  *
- * <p>Its leader task takes time, like real leader work: each refresh draws, from a {@link Random}
- * seeded by an argument, a duration spent before {@link LeaderContext#ensureLeader()} and one spent
- * after it until the effect the check guards (work outside the database: here a sleep). Events:
+ * <p>Its leader task is the suite's {@link TimedTask}: a random wait before {@link
+ * LeaderContext#ensureLeader()} and one after it until the effect the check guards. Events:
  *
  * <ul>
  *   <li>{@code READY}; {@code ATTEMPT <result>}; {@code ACQUIRED <term> <token> <pid>}; {@code LOST
@@ -45,10 +41,7 @@ import org.postgresql.ds.PGSimpleDataSource;
  *       <phase> <term>} when the armed phase begins (see below).
  * </ul>
  *
- * <p>Task modes: {@code PLAIN} (no database work in the task), {@code TX} (every refresh runs
- * inside a transaction on {@link LeaderContext#connection()}: {@code setAutoCommit(false)}, a
- * statement, the wait, {@code ensureLeader()}, the wait, the effect, {@code commit()}), and {@code
- * MIXED} (each refresh draws one of the two).
+ * <p>Task modes: {@code PLAIN}, {@code TX}, {@code MIXED} (see {@link TimedTask}).
  *
  * <p>It reads commands on stdin: {@code ARM <phase> <action> <lingerMs>}. The phase is where the
  * parent wants a fault to land: {@code PRE} (the task runs, before the check), {@code POST} (after
@@ -91,7 +84,25 @@ public final class FaultCandidate {
   }
 
   /** One armed phase. */
-  record Arm(Phase phase, Action action, long lingerMs) {}
+  record Arm(Phase phase, Action action, long lingerMs) {
+
+    /** The command that arms it: {@code ARM <phase> <action> <lingerMs>}. */
+    String command() {
+      return "ARM " + phase + " " + action + " " + lingerMs;
+    }
+
+    /** Parses {@link #command()}; null when the line is no ARM command. */
+    static Arm parse(String line) {
+      String[] f = line.split(" ");
+      if (f.length != 4 || !f[0].equals("ARM")) {
+        return null;
+      }
+      return new Arm(
+          Phase.valueOf(f[1].toUpperCase(Locale.ROOT)),
+          Action.valueOf(f[2].toUpperCase(Locale.ROOT)),
+          Long.parseLong(f[3]));
+    }
+  }
 
   private static final PrintStream OUT = System.out;
   private static final AtomicReference<Arm> TASK_ARM = new AtomicReference<>();
@@ -110,15 +121,23 @@ public final class FaultCandidate {
    * @return the command
    */
   public static List<String> command(String... arguments) {
+    return javaCommand(List.of(), FaultCandidate.class, arguments);
+  }
+
+  /**
+   * The command line of a small child JVM on this JVM's class path.
+   *
+   * @param options extra JVM options
+   * @param main the class to run
+   * @param arguments its arguments
+   * @return the command
+   */
+  static List<String> javaCommand(List<String> options, Class<?> main, String... arguments) {
     List<String> command = new ArrayList<>();
     command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    command.addAll(
-        List.of(
-            "-Xmx96m",
-            "-XX:TieredStopAtLevel=1",
-            "-cp",
-            System.getProperty("java.class.path"),
-            FaultCandidate.class.getName()));
+    command.addAll(List.of("-Xmx96m", "-XX:TieredStopAtLevel=1"));
+    command.addAll(options);
+    command.addAll(List.of("-cp", System.getProperty("java.class.path"), main.getName()));
     command.addAll(List.of(arguments));
     return command;
   }
@@ -176,9 +195,8 @@ public final class FaultCandidate {
     }
     ds.setConnectTimeout(2);
     Random random = new Random(Long.parseLong(args[6]));
-    long taskMinMs = Long.parseLong(args[7]);
-    long taskMaxMs = Long.parseLong(args[8]);
-    String taskMode = args[9];
+    TimedTask.Profile profile =
+        new TimedTask.Profile(Long.parseLong(args[7]), Long.parseLong(args[8]), args[9]);
     LeaderLoop loop =
         FaultTiming.fast(LeaderLoop.builder(ds, LockKey.of(Long.parseLong(args[4]))))
             .refreshTimeout(Duration.ofMillis(Long.parseLong(args[10])))
@@ -206,7 +224,7 @@ public final class FaultCandidate {
                     if (arm != null) {
                       // Inside close(): the library has not released the lock yet.
                       emit("PHASE CLOSE " + term.number());
-                      linger(arm.lingerMs());
+                      TimedTask.linger(arm.lingerMs());
                     }
                   }
 
@@ -236,7 +254,7 @@ public final class FaultCandidate {
     Runtime.getRuntime().addShutdownHook(new Thread(loop::close, "retsu-lock-test-shutdown"));
     emit("READY");
     try {
-      loop.run(ctx -> task(ctx, random, taskMinMs, taskMaxMs, taskMode));
+      loop.run(ctx -> task(ctx, random, profile));
       emit("STOPPED");
     } catch (LeadershipLostException e) {
       emit("EXIT " + e.reason() + " " + e.sqlState().orElse("-"));
@@ -248,13 +266,8 @@ public final class FaultCandidate {
   }
 
   private static void command(String line) {
-    String[] f = line.split(" ");
-    if (f.length == 4 && f[0].equals("ARM")) {
-      Arm arm =
-          new Arm(
-              Phase.valueOf(f[1].toUpperCase(Locale.ROOT)),
-              Action.valueOf(f[2].toUpperCase(Locale.ROOT)),
-              Long.parseLong(f[3]));
+    Arm arm = Arm.parse(line);
+    if (arm != null) {
       (arm.phase() == Phase.CLOSE ? CLOSE_ARM : TASK_ARM).set(arm);
       emit("ARMED " + arm.phase() + " " + arm.action());
     } else if (!line.isEmpty()) {
@@ -262,95 +275,33 @@ public final class FaultCandidate {
     }
   }
 
-  /** One refresh of the leader task. */
-  private static void task(
-      LeaderContext ctx, Random random, long minMs, long maxMs, String taskMode) throws Exception {
-    long before = draw(random, minMs, maxMs);
-    long after = draw(random, minMs, maxMs);
-    boolean mixedTx = random.nextBoolean();
-    Arm arm = TASK_ARM.getAndSet(null);
-    Phase phase = arm == null ? null : arm.phase();
-    boolean tx =
-        phase == Phase.TX || taskMode.equals("TX") || (taskMode.equals("MIXED") && mixedTx);
-    long term = ctx.term().number();
-    Connection c = tx ? ctx.connection() : null;
-    boolean committed = false;
-    try {
-      if (tx) {
-        c.setAutoCommit(false);
-        try (Statement s = c.createStatement()) {
-          s.execute("SELECT now()"); // the transaction is open from here: idle in transaction
+  /** One refresh of the leader task: the suite's timed task, with the armed phase if any. */
+  private static void task(LeaderContext ctx, Random random, TimedTask.Profile profile)
+      throws Exception {
+    TimedTask.refresh(ctx, random, profile, TASK_ARM.getAndSet(null), STAMPS);
+  }
+
+  /** The candidate's stamps: {@code CHECK|EFFECT <term> <token>}, {@code PHASE <phase> <term>}. */
+  private static final TimedTask.Stamps STAMPS =
+      new TimedTask.Stamps() {
+        @Override
+        public void check(LeaderContext ctx) {
+          emit("CHECK " + ctx.term().number() + " " + ctx.fencingToken());
         }
-      }
-      if (phase == Phase.PRE || phase == Phase.TX) {
-        before = atPhase(arm, ctx, term, before);
-      }
-      pause(before);
-      ctx.ensureLeader();
-      emit("CHECK " + term + " " + ctx.fencingToken());
-      if (phase == Phase.POST) {
-        after = atPhase(arm, ctx, term, after);
-      }
-      pause(after); // the effect: work outside the database that the check guards
-      emit("EFFECT " + term + " " + ctx.fencingToken());
-      if (tx) {
-        c.commit();
-        committed = true;
-      }
-    } finally {
-      if (tx) {
-        restoreAutoCommit(c, committed);
-      }
-    }
-    if (phase == Phase.BETWEEN) {
-      emit("PHASE BETWEEN " + term); // the loop now waits on its session until the next refresh
-    }
-  }
 
-  /** Prints PHASE, does the armed action, and returns how long the phase's wait is to last. */
-  private static long atPhase(Arm arm, LeaderContext ctx, long term, long drawn)
-      throws SQLException, InterruptedException {
-    emit("PHASE " + arm.phase() + " " + term);
-    switch (arm.action()) {
-      case THROW -> throw new IllegalStateException("told to throw");
-      case HANG -> Thread.sleep(Duration.ofHours(1).toMillis());
-      case UNLOCK_ALL -> {
-        try (Statement s = ctx.connection().createStatement()) {
-          s.execute("SELECT pg_advisory_unlock_all()");
+        @Override
+        public void effect(LeaderContext ctx) {
+          emit("EFFECT " + ctx.term().number() + " " + ctx.fencingToken());
         }
-        emit("UNLOCKED " + term);
-      }
-      default -> {
-        // NONE: the parent injects; IDLE: the wait below is the fault
-      }
-    }
-    return Math.max(drawn, arm.lingerMs());
-  }
 
-  private static void restoreAutoCommit(Connection c, boolean committed) {
-    try {
-      if (!committed) {
-        c.rollback();
-      }
-      c.setAutoCommit(true);
-    } catch (SQLException e) {
-      // the session is gone or the term is over; the loop finds out on its own
-    }
-  }
+        @Override
+        public void phase(Phase phase, LeaderContext ctx) {
+          emit("PHASE " + phase + " " + ctx.term().number());
+        }
 
-  private static long draw(Random random, long minMs, long maxMs) {
-    return minMs + (maxMs > minMs ? (long) (random.nextDouble() * (maxMs - minMs + 1)) : 0);
-  }
-
-  private static void pause(long millis) throws InterruptedException {
-    Thread.sleep(millis);
-  }
-
-  private static void linger(long millis) {
-    try {
-      Thread.sleep(millis);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
-  }
+        @Override
+        public void unlocked(LeaderContext ctx) {
+          emit("UNLOCKED " + ctx.term().number());
+        }
+      };
 }

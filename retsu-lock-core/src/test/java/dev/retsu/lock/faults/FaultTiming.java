@@ -1,10 +1,14 @@
 package dev.retsu.lock.faults;
 
+import dev.retsu.lock.LeaderGroupBuilder;
 import dev.retsu.lock.LeaderLoopBuilder;
 import dev.retsu.lock.TestLoops;
 import java.time.Duration;
 
-/** The fault suite's variant of {@link TestLoops}: a hung refresh is cut off after 1 s. */
+/**
+ * The fault suite's bounds: the variant of {@link TestLoops} for loops (a hung refresh is cut off
+ * after 1 s), and one preset for group members, in this JVM and in their own.
+ */
 final class FaultTiming {
 
   static final Duration IDLE_SESSION = TestLoops.IDLE_SESSION;
@@ -16,5 +20,21 @@ final class FaultTiming {
 
   static LeaderLoopBuilder fast(LeaderLoopBuilder b) {
     return TestLoops.fast(b).refreshTimeout(REFRESH_TIMEOUT);
+  }
+
+  /**
+   * A group member's short bounds: membership read every 250 ms, a key's refresh every 100 ms (cut
+   * off after 2 s), heartbeats every 500 ms; a session self-fences after 3 s, the server frees a
+   * silent one after 4 s (keepalives 2 s + 2 x 1 s).
+   */
+  static LeaderGroupBuilder fast(LeaderGroupBuilder b) {
+    return b.membershipInterval(Duration.ofMillis(250))
+        .refreshInterval(Duration.ofMillis(100))
+        .refreshTimeout(Duration.ofSeconds(2))
+        .heartbeatInterval(Duration.ofMillis(500))
+        .selfFenceAfter(Duration.ofSeconds(3))
+        .serverKeepalives(Duration.ofSeconds(2), Duration.ofSeconds(1), 2)
+        .roundTripTimeout(Duration.ofSeconds(2))
+        .reconnectInterval(Duration.ofMillis(200));
   }
 }

@@ -106,13 +106,7 @@ final class Fleet implements AutoCloseable {
     }
 
     void send(String command) {
-      try {
-        OutputStream in = process.getOutputStream();
-        in.write((command + "\n").getBytes(StandardCharsets.UTF_8));
-        in.flush();
-      } catch (IOException e) {
-        throw new UncheckedIOException("cannot command " + id, e);
-      }
+      Fleet.send(process, id, command);
     }
 
     int backendPid() {
@@ -138,6 +132,17 @@ final class Fleet implements AutoCloseable {
       return !alive()
           || events.stream()
               .anyMatch(e -> e.kind().equals("LOST") && e.fields().get(0).equals(term));
+    }
+  }
+
+  /** Writes one command line to a child process's stdin. */
+  static void send(Process process, String who, String command) {
+    try {
+      OutputStream in = process.getOutputStream();
+      in.write((command + "\n").getBytes(StandardCharsets.UTF_8));
+      in.flush();
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot command " + who, e);
     }
   }
 

@@ -1,27 +1,30 @@
 package dev.retsu.lock.faults;
 
 import dev.retsu.lock.LeaderGroup;
-import dev.retsu.lock.LeaderListener;
 import dev.retsu.lock.LockKey;
-import dev.retsu.lock.LossReason;
-import dev.retsu.lock.Term;
+import dev.retsu.lock.faults.FaultCandidate.Arm;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
-import java.sql.ResultSet;
-import java.sql.Statement;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Random;
 import org.postgresql.ds.PGSimpleDataSource;
 
 /**
- * A {@code LeaderGroup} member in its own JVM for the fault suite's group scenarios. Prints one
- * line per event, {@code T <CLOCK_MONOTONIC ns> <kind> <key> <fields...>} (ACQUIRED term token,
- * CHECK term, EFFECT term, LOST term reason), and {@code HELD <n>} when the count changes; stops
- * gracefully when its stdin closes. Same machine, same monotonic clock as the parent.
+ * A {@code LeaderGroup} member in its own JVM for the fault suite's group scenarios: the fast
+ * bounds of {@link FaultTiming}, the suite's {@link TimedTask} per key, every event printed by a
+ * {@link GroupRecorder} as {@code T <CLOCK_MONOTONIC ns> <kind> <key> <fields...>} (same machine,
+ * same monotonic clock as the parent), and {@code HELD <n>} when its count changes.
+ *
+ * <p>Commands on stdin: {@code ARM <phase> <action> <lingerMs>} arms a phase (PRE, POST, TX,
+ * BETWEEN: the next task of any key; CLOSE: inside {@code close()}) and prints {@code ARMED};
+ * {@code CLOSE}, or the end of stdin, closes the group gracefully, prints {@code CLOSED} and exits.
  *
  * <pre>
- * java ... GroupFaultMember jdbcUrl user password group firstKey keys memberId
+ * java ... GroupFaultMember jdbcUrl user password group firstKey keys memberId seed taskMinMs
+ *     taskMaxMs taskMode
  * </pre>
  */
 public final class GroupFaultMember {
@@ -30,19 +33,30 @@ public final class GroupFaultMember {
 
   private GroupFaultMember() {}
 
-  private static synchronized void print(String line) {
-    OUT.println(line);
+  private static void print(String line) {
+    synchronized (OUT) {
+      OUT.println(line);
+    }
   }
 
-  private static void event(String kind, LockKey key, String... fields) {
-    print(
-        "T " + System.nanoTime() + " " + kind + " " + key.value() + " " + String.join(" ", fields));
+  /**
+   * The command line of a member on this JVM's class path.
+   *
+   * @param arguments the member's arguments, as {@link #main} takes them
+   * @return the command
+   */
+  static List<String> command(String... arguments) {
+    return FaultCandidate.javaCommand(
+        List.of("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"),
+        GroupFaultMember.class,
+        arguments);
   }
 
   /**
    * Runs one member.
    *
-   * @param args jdbcUrl, user, password ("-" for none), group, first key, key count, member id
+   * @param args jdbcUrl, user, password ("-" for none), group, first key, key count, member id,
+   *     seed, task min ms, task max ms, task mode
    * @throws Exception when it cannot start
    */
   public static void main(String[] args) throws Exception {
@@ -57,62 +71,44 @@ public final class GroupFaultMember {
     for (int i = 0; i < Integer.parseInt(args[5]); i++) {
       keys.add(LockKey.of(first + i));
     }
+    String id = args[6];
+    GroupRecorder rec = GroupRecorder.printingTo(OUT);
     LeaderGroup group =
-        LeaderGroup.builder(ds, args[3], keys)
-            .candidateId(args[6])
-            .membershipInterval(Duration.ofMillis(250))
-            .refreshInterval(Duration.ofMillis(100))
-            .heartbeatInterval(Duration.ofMillis(200))
-            .reconnectInterval(Duration.ofMillis(200))
-            .listener(
-                new LeaderListener() {
-                  @Override
-                  public void onAcquired(Term t) {
-                    event(
-                        "ACQUIRED",
-                        t.key(),
-                        Long.toString(t.number()),
-                        t.fencingToken().toString());
-                  }
-
-                  @Override
-                  public void onLost(Term t, LossReason reason, Throwable cause) {
-                    event("LOST", t.key(), Long.toString(t.number()), reason.name());
-                  }
-                })
+        FaultTiming.fast(LeaderGroup.builder(ds, args[3], keys))
+            .candidateId(id)
+            .listener(rec.listener(id))
             .build();
     group.start(
-        ctx -> {
-          ctx.ensureLeader();
-          event("CHECK", ctx.term().key(), Long.toString(ctx.term().number()));
-          ctx.withConnection(
-              c -> {
-                try (Statement s = c.createStatement();
-                    ResultSet rs = s.executeQuery("SELECT 1")) {
-                  return rs.next();
-                }
-              });
-          ctx.ensureLeader();
-          event("CHECK", ctx.term().key(), Long.toString(ctx.term().number()));
-          event("EFFECT", ctx.term().key(), Long.toString(ctx.term().number()));
-        });
-    Thread stdin =
+        rec.timedTask(
+            id,
+            new Random(Long.parseLong(args[7])),
+            new TimedTask.Profile(Long.parseLong(args[8]), Long.parseLong(args[9]), args[10])));
+    Thread commands =
         new Thread(
             () -> {
-              try {
-                while (System.in.read() >= 0) {
-                  // EOF means stop
+              try (BufferedReader in =
+                  new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
+                String line;
+                while ((line = in.readLine()) != null && !line.trim().equals("CLOSE")) {
+                  Arm arm = Arm.parse(line.trim());
+                  if (arm != null) {
+                    rec.arm(id, arm);
+                    print("ARMED " + arm.phase());
+                  } else if (!line.isBlank()) {
+                    print("UNKNOWN-COMMAND " + line.trim().replace(' ', '_'));
+                  }
                 }
               } catch (java.io.IOException e) {
-                // same as EOF
+                // the parent is gone: same as CLOSE
               }
+              rec.closing(id);
               group.close();
               print("CLOSED");
               System.exit(0);
             },
-            "retsu-lock-test-group-member-stdin");
-    stdin.setDaemon(false);
-    stdin.start();
+            "retsu-lock-test-group-member-commands");
+    commands.setDaemon(false);
+    commands.start();
     int last = -1;
     while (true) {
       int held = group.heldCount();

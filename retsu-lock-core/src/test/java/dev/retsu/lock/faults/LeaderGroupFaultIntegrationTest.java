@@ -3,50 +3,66 @@ package dev.retsu.lock.faults;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import dev.retsu.lock.FencingToken;
 import dev.retsu.lock.LeaderGroup;
-import dev.retsu.lock.LeaderGroupBuilder;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.LossReason;
-import dev.retsu.lock.Term;
 import dev.retsu.lock.TestKeys;
+import dev.retsu.lock.faults.GroupFaults.Where;
+import dev.retsu.lock.faults.GroupRecorder.Stamp;
+import dev.retsu.lock.faults.GroupRecorder.Strike;
 import dev.retsu.lock.testing.FaultProxy;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.PostgresServer.ShutdownMode;
 import dev.retsu.lock.testing.TestDatabase;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
+import java.util.EnumSet;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Map;
+import java.util.Optional;
 import java.util.Random;
 import java.util.Set;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 import javax.sql.DataSource;
+import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
 import org.postgresql.ds.PGSimpleDataSource;
 
 /**
- * The fault suite's group scenarios, in one JVM: a partition of one session, a server restart, a
- * storm of joins and leaves. Each key's timeline is checked with {@link TermChecker}: no key ever
- * has two acting owners. (A member killed with {@code kill -9} needs its own process: {@link
- * LeaderGroupKillIntegrationTest}.)
+ * The fault suite's group scenarios in one JVM: a partition of one session, a server restart, a
+ * storm of joins and leaves. Members run the suite's {@link TimedTask} per key (a wait, the check,
+ * a wait, the effect; every other refresh inside a transaction), and each round strikes where a
+ * seeded {@link Random} says ({@link Where}): while a key's task is before its check, between check
+ * and effect, inside an open transaction, just after it, inside a member's {@code close()}, or
+ * right after a member joined. Each key's timeline is then checked with {@link TermChecker}: no
+ * check of a key's term after a newer term of that key began, tokens strictly increasing per key,
+ * every term ended with a reason. (A member killed with {@code kill -9} needs its own process:
+ * {@link LeaderGroupKillIntegrationTest}.)
  */
 @ExtendWith(PostgresExtension.class)
 class LeaderGroupFaultIntegrationTest {
 
-  private static final int N = 60;
+  private static final int N = 24;
   private static final Duration WITHIN = Duration.ofSeconds(40);
+
+  /** Losses a partitioned or restarted session's keys may end with, besides a graceful close. */
+  private static final Set<LossReason> CUT_OFF =
+      EnumSet.of(LossReason.SELF_FENCED, LossReason.SESSION_LOST, LossReason.REFRESH_TIMED_OUT);
 
   private final List<LeaderGroup> groups = new ArrayList<>();
   private final List<AutoCloseable> closeables = new ArrayList<>();
+  private final List<CompletableFuture<Void>> closings = new ArrayList<>();
   private final GroupRecorder rec = new GroupRecorder();
   private String name;
   private List<LockKey> keys;
+  private Random random;
 
   @AfterEach
   void closeAll() throws Exception {
@@ -56,38 +72,57 @@ class LeaderGroupFaultIntegrationTest {
     }
   }
 
-  private void setUp(TestInfo info) {
-    name =
-        "f" + Long.toHexString(TestKeys.nextValue()) + "-" + info.getTestMethod().get().getName();
-    if (name.length() > 40) {
-      name = name.substring(0, 40);
-    }
+  private void setUp(String scenario, int round, String plan) {
+    long seed = GroupFaults.seed(scenario, round);
+    random = new Random(seed);
+    name = "f" + Long.toHexString(TestKeys.nextValue()) + "-" + scenario;
     keys = new ArrayList<>();
     for (int i = 0; i < N; i++) {
       keys.add(TestKeys.next());
     }
+    GroupFaults.announce(scenario, round, seed, plan);
   }
 
-  /** Short bounds: self-fence after 3 s, the server frees a silent session after 4 s. */
-  private LeaderGroupBuilder member(DataSource ds, String id) {
-    return LeaderGroup.builder(ds, name, keys)
-        .candidateId(id)
-        .membershipInterval(Duration.ofMillis(250))
-        .refreshInterval(Duration.ofMillis(100))
-        .refreshTimeout(Duration.ofSeconds(2))
-        .heartbeatInterval(Duration.ofMillis(500))
-        .selfFenceAfter(Duration.ofSeconds(3))
-        .serverKeepalives(Duration.ofSeconds(2), Duration.ofSeconds(1), 2)
-        .roundTripTimeout(Duration.ofSeconds(2))
-        .reconnectInterval(Duration.ofMillis(200))
-        .listener(rec.listener(id));
-  }
-
-  private LeaderGroup start(LeaderGroupBuilder b, String id) {
-    LeaderGroup g = b.build();
+  private LeaderGroup start(DataSource ds, String id) {
+    LeaderGroup g =
+        FaultTiming.fast(LeaderGroup.builder(ds, name, keys))
+            .candidateId(id)
+            .listener(rec.listener(id))
+            .build();
     groups.add(g);
-    g.start(rec.task(id));
+    g.start(rec.timedTask(id, new Random(random.nextLong()), GroupFaults.TASK));
     return g;
+  }
+
+  /** Starts a member that joins {@code living}. */
+  private LeaderGroup joined(List<LeaderGroup> living, DataSource ds, String id) {
+    LeaderGroup g = start(ds, id);
+    living.add(g);
+    return g;
+  }
+
+  /** Closes a member on another thread, as a shutdown would; {@link #closed} awaits it. */
+  private CompletableFuture<Void> closeAsync(LeaderGroup g) {
+    rec.closing(g.candidateId());
+    CompletableFuture<Void> done = new CompletableFuture<>();
+    Thread t =
+        new Thread(
+            () -> {
+              g.close();
+              done.complete(null);
+            },
+            "retsu-lock-test-close-" + g.candidateId());
+    t.setDaemon(true);
+    t.start();
+    closings.add(done);
+    return done;
+  }
+
+  /** Every close() started returned within the bound, faults or not. */
+  private void closed() throws Exception {
+    for (CompletableFuture<Void> c : closings) {
+      c.get(WITHIN.toMillis(), TimeUnit.MILLISECONDS);
+    }
   }
 
   private static boolean balanced(List<LeaderGroup> members) {
@@ -105,136 +140,241 @@ class LeaderGroupFaultIntegrationTest {
     return all.size() == N && sum == N;
   }
 
-  private void assertSafe(Set<String> serverFaulted) {
-    groups.forEach(LeaderGroup::close);
-    assertThat(rec.violations(serverFaulted)).isEmpty();
-    assertThat(rec.wrongSession).isEmpty();
+  /** The members are balanced and every key has run its task on its owner. */
+  private void settled(List<LeaderGroup> members) {
+    await().atMost(WITHIN).until(() -> balanced(members));
+    rec.awaitEffects(keys, 1, WITHIN);
   }
 
-  @Test
-  void aPartitionedSessionFencesItsOwnKeysBeforeAnotherMemberTakesThem(
-      TestDatabase db, TestInfo info) throws Exception {
-    setUp(info);
-    FaultProxy proxy = FaultProxy.inFrontOf(db.jdbcUrl());
-    closeables.add(proxy);
-    PGSimpleDataSource viaProxy = db.dataSource();
-    viaProxy.setUrl(proxy.rewrite(db.jdbcUrl()));
-    LeaderGroup a = start(member(viaProxy, "a"), "a");
-    LeaderGroup b = start(member(db.dataSource(), "b"), "b");
-    await().atMost(WITHIN).until(() -> balanced(List.of(a, b)));
-
-    Map<Integer, List<LockKey>> byPid = new HashMap<>();
-    Map<LockKey, Long> termOf = new HashMap<>();
-    for (LockKey k : a.heldKeys()) {
-      Term t = a.currentTerm(k).orElseThrow();
-      byPid.computeIfAbsent(t.backendPid(), p -> new ArrayList<>()).add(k);
-      termOf.put(k, t.number());
+  /**
+   * Brings a member to where the fault is to strike and returns that moment's stamp: the PHASE of
+   * {@code target}'s task or of its {@code close()} (started here, on another thread), or, for
+   * {@link Where#JOIN}, the first ACQUIRED of the member {@code join} starts.
+   */
+  private Stamp reach(Where where, LeaderGroup target, Supplier<LeaderGroup> join) {
+    long since = System.nanoTime();
+    if (where == Where.JOIN) {
+      return rec.awaitStamp(join.get().candidateId(), "ACQUIRED", since, WITHIN);
     }
-    int victim = byPid.keySet().iterator().next();
-    List<LockKey> victimKeys = byPid.get(victim);
-    int port =
-        db.queryInts("SELECT client_port FROM pg_stat_activity WHERE pid = ?", victim).get(0);
-    int lostBefore = rec.lost.size();
+    rec.arm(target.candidateId(), where.arm());
+    if (where == Where.CLOSE) {
+      closeAsync(target);
+    }
+    return rec.awaitStamp(target.candidateId(), "PHASE", since, WITHIN);
+  }
 
-    proxy.linkByUpstreamPort(port).blackhole();
-
-    await()
+  /** The backend pid of one of {@code g}'s sessions that holds a key, drawn at random. */
+  private int someSessionOf(LeaderGroup g) {
+    return await()
         .atMost(WITHIN)
         .until(
-            () ->
-                victimKeys.stream()
-                    .allMatch(
-                        k ->
-                            b.heldKeys().contains(k)
-                                || a.heldKeys().contains(k)
-                                    && a.currentTerm(k).orElseThrow().number() > termOf.get(k)));
-    List<GroupRecorder.Lost> ofA =
-        rec.lost.subList(lostBefore, rec.lost.size()).stream()
-            .filter(l -> l.member().equals("a"))
-            .toList();
-    // Exactly the partitioned session's keys ended, before the server could free them: by the
-    // heartbeat's network timeout (SESSION_LOST), the self-fencing deadline, or, for a key whose
-    // refresh was blocked on the dead socket, its refreshTimeout; whichever came first.
-    assertThat(ofA.stream().map(GroupRecorder.Lost::key))
-        .containsExactlyInAnyOrderElementsOf(victimKeys);
-    assertThat(ofA.stream().map(GroupRecorder.Lost::reason))
-        .isSubsetOf(LossReason.SELF_FENCED, LossReason.SESSION_LOST, LossReason.REFRESH_TIMED_OUT);
-    Set<String> faulted = new HashSet<>();
-    for (LockKey k : victimKeys) {
-      faulted.add(k + "|a#" + termOf.get(k));
-    }
-    await().atMost(WITHIN).until(() -> balanced(List.of(a, b)));
-    assertSafe(faulted);
+            () -> {
+              List<LockKey> held = g.heldKeys();
+              return held.isEmpty()
+                  ? Optional.<Integer>empty()
+                  : g.sessionPid(GroupFaults.pick(random, held));
+            },
+            Optional::isPresent)
+        .orElseThrow();
   }
 
-  @Test
-  void aServerRestartEndsEveryTermAndTheGroupOwnsEveryKeyAgainWithNewerTokens(
-      TestDatabase db, TestInfo info) throws Exception {
-    Assumptions.assumeTrue(db.server().supportsRestart(), "needs a server the tests can restart");
-    setUp(info);
-    LeaderGroup a = start(member(db.dataSource(), "a"), "a");
-    LeaderGroup b = start(member(db.dataSource(), "b"), "b");
-    await().atMost(WITHIN).until(() -> balanced(List.of(a, b)));
-    Map<LockKey, FencingToken> before = new HashMap<>();
-    Set<String> faulted = new HashSet<>();
-    for (LeaderGroup g : List.of(a, b)) {
-      for (LockKey k : g.heldKeys()) {
-        Term t = g.currentTerm(k).orElseThrow();
-        before.put(k, t.fencingToken());
-        faulted.add(k + "|" + g.candidateId() + "#" + t.number());
+  /**
+   * How the terms of {@code member} on backend {@code pid} that were open at {@code at} ended; null
+   * for one that has not ended yet.
+   */
+  private List<LossReason> lossesOfStruck(String member, int pid, long at) {
+    List<LossReason> out = new ArrayList<>();
+    for (var e : rec.byKey.entrySet()) {
+      for (var acquired : e.getValue()) {
+        if (acquired.kind().equals("ACQUIRED")
+            && acquired.member().equals(member)
+            && acquired.nanos() <= at
+            && Integer.parseInt(acquired.fields().get(2)) == pid) {
+          String term = acquired.fields().get(0);
+          Optional<Fleet.Event> lost = GroupRecorder.lostOf(e.getValue(), member, term);
+          if (lost.isEmpty()) {
+            out.add(null);
+          } else if (lost.get().nanos() > at) {
+            out.add(LossReason.valueOf(lost.get().fields().get(1)));
+          }
+        }
       }
     }
-
-    long restarted = System.nanoTime();
-    db.server().restart(ShutdownMode.IMMEDIATE);
-
-    await()
-        .atMost(WITHIN)
-        .until(
-            () ->
-                balanced(List.of(a, b))
-                    && keys.stream()
-                        .allMatch(
-                            k ->
-                                (a.currentTerm(k).isPresent() ? a : b)
-                                    .currentTerm(k)
-                                    .map(t -> t.fencingToken().isNewerThan(before.get(k)))
-                                    .orElse(false)));
-    Duration settle = Duration.ofNanos(System.nanoTime() - restarted);
-    // Every term from before the restart ended with its session (later ones may have been
-    // yielded while the members found each other again).
-    assertThat(
-            rec.lost.stream()
-                .filter(l -> faulted.contains(l.key() + "|" + l.member() + "#" + l.number()))
-                .map(GroupRecorder.Lost::reason))
-        .hasSize(N)
-        .containsOnly(LossReason.SESSION_LOST);
-    assertThat(settle).isLessThan(WITHIN);
-    assertSafe(faulted);
+    return out;
   }
 
-  @Test
-  void joinAndLeaveStormsNeverGiveAKeyTwoActingOwners(TestDatabase db, TestInfo info) {
-    setUp(info);
+  /**
+   * Waits for a fault's aftermath; when it does not come, the verdict on what happened meanwhile
+   * (every member closed) fails first, with its violations, then the timeout.
+   */
+  private void awaitAftermath(String scenario, int round, String faults, Callable<Boolean> done)
+      throws Exception {
+    try {
+      await().atMost(WITHIN).until(done);
+    } catch (ConditionTimeoutException e) {
+      GroupFaults.judge(scenario, round, faults + " (timed out)", closeAndAnalyse());
+      throw e;
+    }
+  }
+
+  private GroupRecorder.Result closeAndAnalyse() throws Exception {
+    groups.forEach(LeaderGroup::close);
+    closed();
+    return rec.analyse(Set.of());
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  /**
+   * One of member a's sessions (a connects through a {@link FaultProxy}) is partitioned where the
+   * round says: its keys' terms end on the client's own bounds (self-fencing, the heartbeat's
+   * network timeout, the refresh timeout) or with the close, before the server frees them after 4
+   * s; they are owned again (by a's next session, by b, or by a joiner), and no check of a struck
+   * term passes after a newer term of its key began.
+   */
+  @ParameterizedTest(name = "round {0}")
+  @MethodSource("dev.retsu.lock.faults.GroupFaults#rounds")
+  void aPartitionedSessionFencesItsOwnKeysBeforeAnotherMemberTakesThem(int round, TestDatabase db)
+      throws Exception {
+    String scenario = "group-partition";
+    Where where = GroupFaults.where(scenario, round);
+    setUp(scenario, round, "partition one session of a @" + where);
+    FaultProxy proxy = FaultProxy.inFrontOf(db.jdbcUrl());
+    closeables.add(proxy);
+    System.out.println("GROUP-FAULTS group-partition kernel drops: " + proxy.kernelDrops());
+    PGSimpleDataSource viaProxy = db.dataSource();
+    viaProxy.setUrl(proxy.rewrite(db.jdbcUrl()));
+    LeaderGroup a = start(viaProxy, "a");
+    LeaderGroup b = start(db.dataSource(), "b");
+    settled(List.of(a, b));
+    List<LeaderGroup> living = new ArrayList<>(List.of(a, b));
+
+    Stamp at = reach(where, a, () -> joined(living, db.dataSource(), "c"));
+    int victim = where == Where.JOIN ? someSessionOf(a) : rec.pid(at.key(), "a", at.term());
+    int port =
+        db.queryInts("SELECT client_port FROM pg_stat_activity WHERE pid = ?", victim).get(0);
+    proxy.linkByUpstreamPort(port).blackhole();
+    long struck = System.nanoTime();
+    rec.strike(new Strike(round, "partition@" + where, struck, true, "a", victim));
+    if (where == Where.CLOSE) {
+      living.remove(a);
+    }
+
+    // Every struck term of a ends (on the client's bounds, or closed), and the keys are taken.
+    awaitAftermath(
+        scenario,
+        round,
+        "partition@" + where,
+        () -> !lossesOfStruck("a", victim, struck).contains(null) && balanced(living));
+    if (where != Where.CLOSE) {
+      assertThat(lossesOfStruck("a", victim, struck)).isNotEmpty(); // at least the phase's key
+    }
+    Set<LossReason> allowed = EnumSet.copyOf(CUT_OFF);
+    if (where == Where.CLOSE || where == Where.JOIN) {
+      allowed.add(LossReason.CLOSED); // closed, or yielded to the joiner, before it was cut off
+    }
+    assertThat(lossesOfStruck("a", victim, struck)).isSubsetOf(allowed);
+    GroupFaults.judge(scenario, round, "partition@" + where, closeAndAnalyse());
+  }
+
+  /**
+   * The server restarts (fast or immediate, drawn) where the round says: every term ends with its
+   * session, the members open new sessions and own every key again with newer tokens, and no check
+   * of a term from before the restart passes after a newer term of its key began.
+   */
+  @ParameterizedTest(name = "round {0}")
+  @MethodSource("dev.retsu.lock.faults.GroupFaults#rounds")
+  void aServerRestartEndsEveryTermAndTheGroupOwnsEveryKeyAgainWithNewerTokens(
+      int round, TestDatabase db) throws Exception {
+    Assumptions.assumeTrue(db.server().supportsRestart(), "needs a server the tests can restart");
+    String scenario = "group-restart";
+    Random draw = new Random(GroupFaults.seed(scenario, round));
+    Where where = GroupFaults.where(scenario, round);
+    ShutdownMode mode = GroupFaults.pick(draw, List.of(ShutdownMode.values()));
+    setUp(scenario, round, "restart " + mode + " @" + where);
+    LeaderGroup a = start(db.dataSource(), "a");
+    LeaderGroup b = start(db.dataSource(), "b");
+    settled(List.of(a, b));
+    List<LeaderGroup> living = new ArrayList<>(List.of(a, b));
+    LeaderGroup target = GroupFaults.pick(draw, List.of(a, b));
+
+    reach(where, target, () -> joined(living, db.dataSource(), "c"));
+    if (where == Where.CLOSE) {
+      living.remove(target);
+    }
+    long struck = System.nanoTime();
+    rec.strike(new Strike(round, "restart-" + mode + "@" + where, struck, true, null, null));
+    db.server().restart(mode);
+
+    // Every key is owned again, by a term that began after the restart.
+    awaitAftermath(
+        scenario,
+        round,
+        "restart-" + mode + "@" + where,
+        () ->
+            balanced(living)
+                && keys.stream()
+                    .allMatch(
+                        k ->
+                            rec.byKey.get(k).stream()
+                                .anyMatch(e -> e.kind().equals("ACQUIRED") && e.nanos() > struck)));
+    GroupFaults.judge(scenario, round, "restart-" + mode + "@" + where, closeAndAnalyse());
+  }
+
+  /**
+   * Members leave and join in a storm, each leave or join where the round draws: a member closes
+   * while one of its keys' tasks is before its check, between check and effect or inside a
+   * transaction; a member joins while another is inside its close(); a member leaves just as a
+   * joiner takes its first keys. Some steps settle, others pile up on the previous one. Every loss
+   * is graceful (CLOSED), and no key ever has two acting owners.
+   */
+  @ParameterizedTest(name = "round {0}")
+  @MethodSource("dev.retsu.lock.faults.GroupFaults#rounds")
+  void joinAndLeaveStormsNeverGiveAKeyTwoActingOwners(int round, TestDatabase db) throws Exception {
+    String scenario = "group-storm";
+    Random draw = new Random(GroupFaults.seed(scenario, round));
+    List<Where> steps = GroupFaults.places(draw); // every place once, in a seeded order
+    setUp(scenario, round, "leave/join at " + steps);
     List<LeaderGroup> live = new ArrayList<>();
     int next = 0;
     for (; next < 3; next++) {
-      live.add(start(member(db.dataSource(), "m" + next), "m" + next));
+      live.add(start(db.dataSource(), "m" + next));
     }
-    Random random = new Random(42);
-    for (int round = 0; round < 8; round++) {
-      LeaderGroup leaving = live.remove(random.nextInt(live.size()));
-      leaving.close();
+    settled(live);
+    for (int step = 0; step < steps.size(); step++) {
+      Where where = steps.get(step);
+      LeaderGroup leaving = live.remove(draw.nextInt(live.size()));
+      // A phase is reached only by a member that holds keys; one that just joined soon does.
+      await().atMost(WITHIN).until(() -> leaving.heldCount() > 0);
       String id = "m" + next++;
-      live.add(start(member(db.dataSource(), id), id));
-      if (round % 2 == 1) {
-        // Let some rounds settle, others pile up on the previous one.
+      long at = System.nanoTime();
+      switch (where) {
+        case JOIN -> {
+          live.add(start(db.dataSource(), id));
+          rec.awaitStamp(id, "ACQUIRED", at, WITHIN);
+          rec.closing(leaving.candidateId());
+          leaving.close();
+        }
+        case CLOSE -> {
+          reach(Where.CLOSE, leaving, null); // leaving is inside close() now
+          live.add(start(db.dataSource(), id));
+        }
+        default -> {
+          reach(where, leaving, null); // one of its keys' tasks is at the phase
+          rec.closing(leaving.candidateId());
+          leaving.close();
+          live.add(start(db.dataSource(), id));
+        }
+      }
+      rec.strike(new Strike(round, "storm-" + where, at, false, leaving.candidateId(), null));
+      if (step % 2 == 1) {
         await().atMost(WITHIN).until(() -> balanced(live));
       }
     }
     await().atMost(WITHIN).until(() -> balanced(live));
+    closed();
     assertThat(rec.lost.stream().map(GroupRecorder.Lost::reason).distinct())
         .containsOnly(LossReason.CLOSED);
-    assertSafe(Set.of());
+    GroupFaults.judge(scenario, round, "storm " + steps, closeAndAnalyse());
   }
 }

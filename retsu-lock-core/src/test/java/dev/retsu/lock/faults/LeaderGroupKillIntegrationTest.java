@@ -5,31 +5,42 @@ import static org.awaitility.Awaitility.await;
 
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.TestKeys;
+import dev.retsu.lock.faults.GroupFaults.Where;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.ProcessOutput;
 import dev.retsu.lock.testing.TestDatabase;
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
+import java.util.Random;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.LongStream;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The fault suite's group scenario that needs separate processes: three {@code LeaderGroup} members
- * in their own JVMs ({@link GroupFaultMember}) share 60 keys, one is killed with SIGKILL, the
- * others take its keys. Every key's timeline, stamped on the machine's one monotonic clock, is
- * checked with {@link TermChecker}: no key ever has two acting owners, tokens strictly increase.
+ * in their own JVMs ({@link GroupFaultMember}) share 24 keys, each key's task taking time ({@link
+ * TimedTask}), and one member is killed with SIGKILL where the round's seeded {@link Random} says
+ * ({@link Where}): while one of its keys' tasks is before its check, between check and effect,
+ * inside an open transaction, just after it, inside its {@code close()}, or, for a member that just
+ * joined, at its first acquisition while the others yield to it. The others take its keys. Every
+ * key's timeline, stamped on the machine's one monotonic clock, is checked with {@link
+ * TermChecker}: no key ever has two acting owners, tokens strictly increase, every term of a living
+ * member ends with a reason.
  */
 @ExtendWith(PostgresExtension.class)
 class LeaderGroupKillIntegrationTest {
 
-  private static final int N = 60;
+  private static final int N = 24;
   private static final Duration WITHIN = Duration.ofSeconds(60);
 
   private final List<Child> children = new ArrayList<>();
@@ -41,6 +52,7 @@ class LeaderGroupKillIntegrationTest {
     final String id;
     final Process process;
     volatile int held;
+    volatile boolean killed;
 
     Child(String id, Process process) {
       this.id = id;
@@ -49,18 +61,21 @@ class LeaderGroupKillIntegrationTest {
     }
 
     private void accept(String line) {
-      String[] p = line.split(" ");
-      if (p[0].equals("HELD")) {
-        held = Integer.parseInt(p[1]);
-      } else if (p[0].equals("T") && p.length >= 5) {
-        LockKey key = LockKey.of(Long.parseLong(p[3]));
-        List<String> fields = List.of(p).subList(4, p.length);
-        rec.byKey
-            .computeIfAbsent(key, k -> new CopyOnWriteArrayList<>())
-            .add(new Fleet.Event(Long.parseLong(p[1]), id, p[2], fields));
-      } else if (!p[0].equals("CLOSED")) {
+      if (line.startsWith("HELD ")) {
+        held = Integer.parseInt(line.substring(5));
+      } else if (!rec.accept(id, line) && !line.startsWith("ARMED ") && !line.equals("CLOSED")) {
         stray.add(id + ": " + line);
       }
+    }
+
+    void send(String command) {
+      Fleet.send(process, id, command);
+    }
+
+    void kill9() throws InterruptedException {
+      killed = true;
+      process.destroyForcibly(); // SIGKILL
+      assertThat(process.waitFor(10, TimeUnit.SECONDS)).isTrue();
     }
   }
 
@@ -72,24 +87,24 @@ class LeaderGroupKillIntegrationTest {
     }
   }
 
-  private Child launch(TestDatabase db, String group, long first, String id) throws Exception {
+  private Child launch(TestDatabase db, String group, long first, String id, long seed)
+      throws IOException {
     ProcessBuilder pb =
         new ProcessBuilder(
-            Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-            "-Xmx96m",
-            "-XX:TieredStopAtLevel=1",
-            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-            "-cp",
-            System.getProperty("java.class.path"),
-            GroupFaultMember.class.getName(),
-            db.jdbcUrl(),
-            db.user(),
-            db.password().isEmpty() ? "-" : db.password(),
-            group,
-            Long.toString(first),
-            Integer.toString(N),
-            id);
-    pb.redirectError(ProcessBuilder.Redirect.INHERIT);
+            GroupFaultMember.command(
+                db.jdbcUrl(),
+                db.user(),
+                db.password().isEmpty() ? "-" : db.password(),
+                group,
+                Long.toString(first),
+                Integer.toString(N),
+                id,
+                Long.toString(seed),
+                Long.toString(GroupFaults.TASK.minMs()),
+                Long.toString(GroupFaults.TASK.maxMs()),
+                GroupFaults.TASK.mode()));
+    Files.createDirectories(Path.of("target", "fault-logs"));
+    pb.redirectError(Path.of("target", "fault-logs", group + "-" + id + ".log").toFile());
     Child c = new Child(id, pb.start());
     children.add(c);
     return c;
@@ -101,84 +116,77 @@ class LeaderGroupKillIntegrationTest {
         && live.stream().allMatch(c -> c.held <= quota);
   }
 
-  @Test
-  void killMinus9OfAMemberProcessNeverGivesAKeyTwoActingOwners(TestDatabase db) throws Exception {
+  @ParameterizedTest(name = "round {0}")
+  @MethodSource("dev.retsu.lock.faults.GroupFaults#rounds")
+  void killMinus9OfAMemberProcessAtARandomPhaseNeverGivesAKeyTwoActingOwners(
+      int round, TestDatabase db) throws Exception {
+    String scenario = "group-kill-9";
+    long seed = GroupFaults.seed(scenario, round);
+    Random draw = new Random(seed);
+    Where where = GroupFaults.where(scenario, round);
     long first = TestKeys.nextValue() + 1_000_000;
+    for (int i = 1; i < N; i++) {
+      TestKeys.nextValue(); // reserve first .. first + N - 1: another round takes the next N
+    }
     String group = "kill-" + Long.toHexString(first);
-    Child a = launch(db, group, first, "a");
-    Child b = launch(db, group, first, "b");
-    Child c = launch(db, group, first, "c");
-    await().atMost(WITHIN).until(() -> balanced(List.of(a, b, c)));
-    // Let every key run a few refreshes on its owner.
-    await()
-        .atMost(WITHIN)
-        .until(
-            () ->
-                rec.byKey.size() == N
-                    && rec.byKey.values().stream()
-                        .allMatch(
-                            es -> es.stream().filter(e -> e.kind().equals("EFFECT")).count() >= 3));
+    List<LockKey> keys = LongStream.range(first, first + N).mapToObj(LockKey::of).toList();
+    GroupFaults.announce(scenario, round, seed, "kill -9 @" + where);
+    List<Child> live = new ArrayList<>();
+    for (String id : List.of("a", "b", "c")) {
+      live.add(launch(db, group, first, id, draw.nextLong()));
+    }
+    await().atMost(WITHIN).until(() -> balanced(live));
+    rec.awaitEffects(keys, 1, WITHIN);
 
-    b.process.destroyForcibly(); // SIGKILL
-    b.process.waitFor(10, TimeUnit.SECONDS);
+    long since = System.nanoTime();
+    Child victim;
+    if (where == Where.JOIN) {
+      victim = launch(db, group, first, "d", draw.nextLong());
+      rec.awaitStamp(victim.id, "ACQUIRED", since, WITHIN);
+    } else {
+      victim = live.get(draw.nextInt(live.size()));
+      victim.send(where.arm().command());
+      if (where == Where.CLOSE) {
+        victim.send("CLOSE");
+      }
+      rec.awaitStamp(victim.id, "PHASE", since, WITHIN);
+    }
+    victim.kill9();
+    long struck = System.nanoTime();
+    rec.strike(new GroupRecorder.Strike(round, "kill-9@" + where, struck, true, victim.id, null));
+    live.remove(victim);
 
-    await().atMost(WITHIN).until(() -> balanced(List.of(a, c)));
-    Set<String> killedMembers = Set.of("b");
-    for (Child survivor : List.of(a, c)) {
-      survivor.process.getOutputStream().close(); // EOF: a graceful close
+    await().atMost(WITHIN).until(() -> balanced(live));
+    for (Child survivor : live) {
+      survivor.send("CLOSE"); // a graceful close
       assertThat(survivor.process.waitFor(30, TimeUnit.SECONDS)).isTrue();
     }
-    List<String> violations = new ArrayList<>();
-    ConcurrentHashMap<LockKey, List<Fleet.Event>> byKey = new ConcurrentHashMap<>(rec.byKey);
-    for (var e : byKey.entrySet()) {
-      List<Fleet.Event> timeline = new ArrayList<>(e.getValue());
-      timeline.sort((x, y) -> Long.compare(x.nanos(), y.nanos()));
-      List<TermChecker.Injection> injections = new ArrayList<>();
-      for (Fleet.Event ev : timeline) {
-        if (ev.kind().equals("ACQUIRED") && killedMembers.contains(ev.member())) {
-          injections.add(
-              new TermChecker.Injection(
-                  1, ev.member(), ev.fields().get(0), ev.nanos(), true, "kill -9"));
-        }
-      }
-      TermChecker.Result r = TermChecker.analyse(timeline, killedMembers, injections);
-      r.violations().forEach(v -> violations.add(e.getKey() + ": " + v));
-    }
-    assertThat(violations).isEmpty();
     assertThat(stray).isEmpty();
-    // The killed member's keys were taken over: each key whose term of b never ended (the kill
-    // cut it) has a later term of a or c.
+    // The killed member's keys were taken over: each of its terms that the kill cut (no LOST) is
+    // followed by a term of another member.
     int cut = 0;
-    int takenOver = 0;
-    for (List<Fleet.Event> es : byKey.values()) {
+    for (List<Fleet.Event> es : rec.byKey.values()) {
       List<Fleet.Event> sorted =
-          es.stream().sorted((x, y) -> Long.compare(x.nanos(), y.nanos())).toList();
+          es.stream().sorted(Comparator.comparingLong(Fleet.Event::nanos)).toList();
       for (Fleet.Event acq : sorted) {
-        if (!acq.kind().equals("ACQUIRED") || !acq.member().equals("b")) {
+        if (!acq.kind().equals("ACQUIRED") || !acq.member().equals(victim.id)) {
           continue;
         }
-        String term = acq.fields().get(0);
-        boolean ended =
-            sorted.stream()
-                .anyMatch(
-                    e ->
-                        e.member().equals("b")
-                            && e.kind().equals("LOST")
-                            && e.fields().get(0).equals(term));
-        if (!ended) {
+        if (GroupRecorder.lostOf(sorted, victim.id, acq.fields().get(0)).isEmpty()) {
           cut++;
-          if (sorted.stream()
+          assertThat(sorted)
+              .as("a term of %s on %s cut by the kill is taken over", victim.id, acq)
               .anyMatch(
                   e ->
                       e.kind().equals("ACQUIRED")
-                          && !e.member().equals("b")
-                          && e.nanos() > acq.nanos())) {
-            takenOver++;
-          }
+                          && !e.member().equals(victim.id)
+                          && e.nanos() > acq.nanos());
         }
       }
     }
-    assertThat(cut).isEqualTo(N / 3);
-    assertThat(takenOver).isEqualTo(cut);
+    if (where != Where.CLOSE) {
+      assertThat(cut).as("terms the kill cut").isPositive();
+    }
+    GroupFaults.judge(scenario, round, "kill-9@" + where, rec.analyse(Set.of(victim.id)));
   }
 }
