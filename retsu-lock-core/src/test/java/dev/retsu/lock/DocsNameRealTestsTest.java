@@ -1,0 +1,70 @@
+package dev.retsu.lock;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The README and docs back each promise with the name of a test (or benchmark) in backticks. A
+ * renamed or deleted test would leave the promise pointing at nothing; this test fails then.
+ */
+class DocsNameRealTestsTest {
+
+  private static final Path ROOT = Path.of("..");
+
+  /** A test method's name as the docs write it: lower camel case, long enough not to be a word. */
+  private static final Pattern NAME = Pattern.compile("`([a-z][A-Za-z0-9]{19,})`");
+
+  /** A method declared or called, or a name the code looks up as a string (a pool's method). */
+  private static final Pattern METHOD =
+      Pattern.compile("\\b([a-z][A-Za-z0-9]{19,})\\s*\\(|\"([a-z][A-Za-z0-9]{19,})\"");
+
+  @Test
+  void everyTestNameInTheDocsIsAMethodInTheSources() throws IOException {
+    List<Path> docs = new ArrayList<>();
+    docs.add(ROOT.resolve("README.md"));
+    try (Stream<Path> s = Files.list(ROOT.resolve("docs"))) {
+      s.filter(p -> p.toString().endsWith(".md")).forEach(docs::add);
+    }
+    Set<String> named = new TreeSet<>();
+    for (Path doc : docs) {
+      Matcher m = NAME.matcher(Files.readString(doc));
+      while (m.find()) {
+        named.add(m.group(1));
+      }
+    }
+    Set<String> methods = new TreeSet<>();
+    try (Stream<Path> s = Files.walk(ROOT)) {
+      s.filter(p -> p.toString().endsWith(".java"))
+          .filter(p -> !p.toString().contains("/target/"))
+          .forEach(p -> collectMethods(p, methods));
+    }
+
+    assertThat(named).as("test names the docs cite").isNotEmpty();
+    assertThat(named)
+        .as("cited in README.md or docs/, but no such method among %d", methods.size())
+        .isSubsetOf(methods);
+  }
+
+  private static void collectMethods(Path source, Set<String> into) {
+    try {
+      Matcher m = METHOD.matcher(Files.readString(source));
+      while (m.find()) {
+        into.add(m.group(1) != null ? m.group(1) : m.group(2));
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+}
