@@ -6,10 +6,9 @@ import dev.retsu.lock.LeaderTask;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.LossReason;
 import dev.retsu.lock.Term;
+import dev.retsu.lock.testing.TermChecker;
 import java.sql.ResultSet;
 import java.sql.Statement;
-import java.util.ArrayList;
-import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -26,7 +25,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 final class GroupRecorder {
 
   /** Events per key, across members. */
-  final Map<LockKey, List<Fleet.Event>> byKey = new ConcurrentHashMap<>();
+  final Map<LockKey, List<TermChecker.Event>> byKey = new ConcurrentHashMap<>();
 
   /** The backend pid each key's work saw last, per member. */
   final Map<String, Map<LockKey, Integer>> workPids = new ConcurrentHashMap<>();
@@ -45,7 +44,7 @@ final class GroupRecorder {
   private void add(LockKey key, String member, String kind, String... fields) {
     byKey
         .computeIfAbsent(key, k -> new CopyOnWriteArrayList<>())
-        .add(new Fleet.Event(System.nanoTime(), member, kind, List.of(fields)));
+        .add(new TermChecker.Event(System.nanoTime(), member, kind, List.of(fields)));
   }
 
   /** The listener of one member. */
@@ -108,25 +107,15 @@ final class GroupRecorder {
    * @param serverFaulted "key|member#number" of terms whose lock a server-side fault freed
    */
   List<String> violations(Set<String> serverFaulted) {
-    List<String> out = new ArrayList<>();
-    for (Map.Entry<LockKey, List<Fleet.Event>> e : byKey.entrySet()) {
-      List<Fleet.Event> timeline = new ArrayList<>(e.getValue());
-      timeline.sort((a, b) -> Long.compare(a.nanos(), b.nanos()));
-      Collection<TermChecker.Injection> injections = new ArrayList<>();
-      for (Fleet.Event ev : timeline) {
-        if (ev.kind().equals("ACQUIRED")
-            && serverFaulted.contains(e.getKey() + "|" + ev.member() + "#" + ev.fields().get(0))) {
-          injections.add(
-              new TermChecker.Injection(
-                  0, ev.member(), ev.fields().get(0), ev.nanos(), true, "server-side fault"));
-        }
-      }
-      TermChecker.Result r = TermChecker.analyse(timeline, Set.of(), injections);
-      for (String v : r.violations()) {
-        out.add(e.getKey() + ": " + v);
-      }
-    }
-    return out;
+    return TermChecker.analyseEach(
+            byKey,
+            Set.of(),
+            (key, acquired) ->
+                serverFaulted.contains(
+                    key + "|" + acquired.member() + "#" + acquired.fields().get(0)))
+        .stream()
+        .map(TermChecker.Violation::text)
+        .toList();
   }
 
   /** How many terms each key had. */

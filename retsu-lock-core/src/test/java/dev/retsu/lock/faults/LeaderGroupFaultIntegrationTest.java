@@ -13,6 +13,7 @@ import dev.retsu.lock.TestKeys;
 import dev.retsu.lock.testing.FaultProxy;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.PostgresServer.ShutdownMode;
+import dev.retsu.lock.testing.TermChecker;
 import dev.retsu.lock.testing.TestDatabase;
 import java.time.Duration;
 import java.util.ArrayList;

@@ -7,6 +7,7 @@ import dev.retsu.lock.LockKey;
 import dev.retsu.lock.TestKeys;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.ProcessOutput;
+import dev.retsu.lock.testing.TermChecker;
 import dev.retsu.lock.testing.TestDatabase;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -57,7 +58,7 @@ class LeaderGroupKillIntegrationTest {
         List<String> fields = List.of(p).subList(4, p.length);
         rec.byKey
             .computeIfAbsent(key, k -> new CopyOnWriteArrayList<>())
-            .add(new Fleet.Event(Long.parseLong(p[1]), id, p[2], fields));
+            .add(new TermChecker.Event(Long.parseLong(p[1]), id, p[2], fields));
       } else if (!p[0].equals("CLOSED")) {
         stray.add(id + ": " + line);
       }
@@ -128,32 +129,20 @@ class LeaderGroupKillIntegrationTest {
       survivor.process.getOutputStream().close(); // EOF: a graceful close
       assertThat(survivor.process.waitFor(30, TimeUnit.SECONDS)).isTrue();
     }
-    List<String> violations = new ArrayList<>();
-    ConcurrentHashMap<LockKey, List<Fleet.Event>> byKey = new ConcurrentHashMap<>(rec.byKey);
-    for (var e : byKey.entrySet()) {
-      List<Fleet.Event> timeline = new ArrayList<>(e.getValue());
-      timeline.sort((x, y) -> Long.compare(x.nanos(), y.nanos()));
-      List<TermChecker.Injection> injections = new ArrayList<>();
-      for (Fleet.Event ev : timeline) {
-        if (ev.kind().equals("ACQUIRED") && killedMembers.contains(ev.member())) {
-          injections.add(
-              new TermChecker.Injection(
-                  1, ev.member(), ev.fields().get(0), ev.nanos(), true, "kill -9"));
-        }
-      }
-      TermChecker.Result r = TermChecker.analyse(timeline, killedMembers, injections);
-      r.violations().forEach(v -> violations.add(e.getKey() + ": " + v));
-    }
+    ConcurrentHashMap<LockKey, List<TermChecker.Event>> byKey = new ConcurrentHashMap<>(rec.byKey);
+    List<TermChecker.Violation> violations =
+        TermChecker.analyseEach(
+            byKey, killedMembers, (key, acquired) -> killedMembers.contains(acquired.member()));
     assertThat(violations).isEmpty();
     assertThat(stray).isEmpty();
     // The killed member's keys were taken over: each key whose term of b never ended (the kill
     // cut it) has a later term of a or c.
     int cut = 0;
     int takenOver = 0;
-    for (List<Fleet.Event> es : byKey.values()) {
-      List<Fleet.Event> sorted =
+    for (List<TermChecker.Event> es : byKey.values()) {
+      List<TermChecker.Event> sorted =
           es.stream().sorted((x, y) -> Long.compare(x.nanos(), y.nanos())).toList();
-      for (Fleet.Event acq : sorted) {
+      for (TermChecker.Event acq : sorted) {
         if (!acq.kind().equals("ACQUIRED") || !acq.member().equals("b")) {
           continue;
         }
