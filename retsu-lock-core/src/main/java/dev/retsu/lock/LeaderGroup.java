@@ -175,6 +175,15 @@ public final class LeaderGroup implements AutoCloseable {
   private volatile Thread coordinator;
   private volatile Thread watchdog;
 
+  /** Set when every session is open again after one ended: the coordinator rebalances at once. */
+  private final AtomicBoolean roundNow = new AtomicBoolean();
+
+  // The coordinator's alone: the membership slot of the last round, and until when this member
+  // plans with the view from before it rejoined (see Rebalancer#plannedMembers).
+  private long lastSlot = -1;
+  private long rejoiningUntil;
+  private boolean rejoining;
+
   LeaderGroup(GroupSettings settings) {
     this.settings = settings;
     this.listeners = new GroupListeners(new Listeners(settings.listeners(), settings.context()));
@@ -565,6 +574,11 @@ public final class LeaderGroup implements AutoCloseable {
   void sessionOpened(GroupSession s) {
     Thread c = coordinator;
     if (c != null) {
+      // Sessions reopened after a loss (a server restart): contend for the freed keys now rather
+      // than at the next membership round, once every session can take its share.
+      if (sessions.stream().allMatch(x -> x.live() != null)) {
+        roundNow.set(true);
+      }
       LockSupport.unpark(c);
     }
   }
@@ -624,6 +638,9 @@ public final class LeaderGroup implements AutoCloseable {
         if (Thread.interrupted() && closing()) {
           return;
         }
+        if (roundNow.getAndSet(false)) {
+          break;
+        }
       }
     }
   }
@@ -645,12 +662,31 @@ public final class LeaderGroup implements AutoCloseable {
     if (rank < 0) {
       return;
     }
+    long at = settings.time().nanoTime();
+    if (mine != lastSlot) {
+      if (lastSlot >= 0) {
+        // Our membership session was opened again: the others may still be reconnecting. Wait for
+        // them as long as they may take to notice the loss and reconnect, and one round more.
+        rejoining = true;
+        rejoiningUntil =
+            at
+                + settings.heartbeatInterval().toNanos()
+                + settings.reconnectInterval().toNanos()
+                + settings.membershipInterval().toNanos();
+      }
+      lastSlot = mine;
+    }
+    if (rejoining && at - rejoiningUntil >= 0) {
+      rejoining = false;
+    }
+    int planned = rebalancer.plannedMembers(slots.length, rejoining);
     members = slots.length;
-    if (rebalancer.membership(slots.length, rank)) {
+    if (rebalancer.membership(planned, rank)) {
       LOG.info(
-          "{} {} member(s); this one is rank {}, quota {} of {} keys",
+          "{} {} member(s){}; this one is rank {}, quota {} of {} keys",
           settings.context(),
-          slots.length,
+          planned,
+          planned != slots.length ? " (" + slots.length + " back after a reconnect)" : "",
           rank,
           rebalancer.quota(),
           settings.keys().size());
