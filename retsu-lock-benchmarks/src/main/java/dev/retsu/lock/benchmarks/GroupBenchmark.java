@@ -416,22 +416,39 @@ final class GroupBenchmark {
       return open;
     }
 
-    /** {keys with a term started after the moment, of those whose token is newer than before}. */
-    int[] newerTokensAfter(long nanos) {
+    /**
+     * What the members' own timelines say about a restart at the moment.
+     *
+     * @param retaken keys with a term started after it
+     * @param newer of those, keys whose first new token is newer than their last one before
+     * @param firstEndMillis the first term end after it, -1 when none
+     * @param lastStartMillis the last term start after it, -1 when none
+     */
+    record AfterRestart(int retaken, int newer, long firstEndMillis, long lastStartMillis) {}
+
+    AfterRestart afterRestart(long nanos) {
       int retaken = 0;
       int newer = 0;
+      long firstEnd = Long.MAX_VALUE;
+      long lastStart = Long.MIN_VALUE;
       for (List<TermChecker.Event> es : byKey.values()) {
         TermChecker.Token before = null;
         TermChecker.Token after = null;
         for (TermChecker.Event ev : es) { // sorted by time
+          if (ev.nanos() >= nanos && ev.kind().equals("LOST")) {
+            firstEnd = Math.min(firstEnd, ev.nanos() - nanos);
+          }
           if (!ev.kind().equals("ACQUIRED")) {
             continue;
           }
           TermChecker.Token t = TermChecker.token(ev.fields().get(1));
           if (ev.nanos() < nanos) {
             before = t;
-          } else if (after == null) {
-            after = t;
+          } else {
+            lastStart = Math.max(lastStart, ev.nanos() - nanos);
+            if (after == null) {
+              after = t;
+            }
           }
         }
         if (after != null) {
@@ -441,7 +458,11 @@ final class GroupBenchmark {
           }
         }
       }
-      return new int[] {retaken, newer};
+      return new AfterRestart(
+          retaken,
+          newer,
+          firstEnd == Long.MAX_VALUE ? -1 : firstEnd / 1_000_000,
+          lastStart == Long.MIN_VALUE ? -1 : lastStart / 1_000_000);
     }
   }
 
@@ -497,14 +518,18 @@ final class GroupBenchmark {
       Result r = results.get(i);
       String more = "";
       if (r.startNanos() == restartNanos) {
-        int[] tokens = t.newerTokensAfter(restartNanos);
+        Timelines.AfterRestart a = t.afterRestart(restartNanos);
         more =
             String.format(
                 Locale.ROOT,
-                "%,d of %,d keys taken again, %,d of them with a newer fencing token",
-                tokens[0],
+                "%,d of %,d keys taken again, %,d of them with a newer fencing token; in the"
+                    + " members' events the first term ended %d ms and the last new term started"
+                    + " %d ms after the restart began",
+                a.retaken(),
                 t.byKey.size(),
-                tokens[1]);
+                a.newer(),
+                a.firstEndMillis(),
+                a.lastStartMillis());
       }
       if (i == 0 && t.unreadable > 0) {
         more = t.unreadable + " event lines cut short (by the kill -9) not read";
