@@ -109,7 +109,11 @@ import org.slf4j.LoggerFactory;
  * member above it yields the surplus gracefully, a member below it tries free keys, preferring its
  * own range of the key list so members rarely contend. See {@code Rebalancer} and the README for
  * the bounds: a key freed by a crash, a leave or a yield is taken within about one interval, a
- * joining member is balanced within about two.
+ * joining member is balanced within about two. After a server restart every member's sessions come
+ * back one by one: a member whose membership session was opened again plans with no fewer members
+ * than it saw before for {@code heartbeatInterval + reconnectInterval + membershipInterval}, and
+ * rebalances as soon as all its sessions are open, so each takes its own share of the freed keys
+ * rather than the first one back taking most of them.
  *
  * <p>Every member must be built with the same name and the same keys in the same order.
  * Thread-safe.
