@@ -109,7 +109,11 @@ import org.slf4j.LoggerFactory;
  * member above it yields the surplus gracefully, a member below it tries free keys, preferring its
  * own range of the key list so members rarely contend. See {@code Rebalancer} and the README for
  * the bounds: a key freed by a crash, a leave or a yield is taken within about one interval, a
- * joining member is balanced within about two.
+ * joining member is balanced within about two. After a server restart every member's sessions come
+ * back one by one: a member whose membership session was opened again plans with no fewer members
+ * than it saw before for {@code heartbeatInterval + reconnectInterval + membershipInterval}, and
+ * rebalances as soon as all its sessions are open, so each takes its own share of the freed keys
+ * rather than the first one back taking most of them.
  *
  * <p>Every member must be built with the same name and the same keys in the same order.
  * Thread-safe.
@@ -174,6 +178,15 @@ public final class LeaderGroup implements AutoCloseable {
   private volatile Throwable failure;
   private volatile Thread coordinator;
   private volatile Thread watchdog;
+
+  /** Set when every session is open again after one ended: the coordinator rebalances at once. */
+  private final AtomicBoolean roundNow = new AtomicBoolean();
+
+  // The coordinator's alone: the membership slot of the last round, and until when this member
+  // plans with the view from before it rejoined (see Rebalancer#plannedMembers).
+  private long lastSlot = -1;
+  private long rejoiningUntil;
+  private boolean rejoining;
 
   LeaderGroup(GroupSettings settings) {
     this.settings = settings;
@@ -565,6 +578,11 @@ public final class LeaderGroup implements AutoCloseable {
   void sessionOpened(GroupSession s) {
     Thread c = coordinator;
     if (c != null) {
+      // Sessions reopened after a loss (a server restart): contend for the freed keys now rather
+      // than at the next membership round, once every session can take its share.
+      if (sessions.stream().allMatch(x -> x.live() != null)) {
+        roundNow.set(true);
+      }
       LockSupport.unpark(c);
     }
   }
@@ -624,6 +642,9 @@ public final class LeaderGroup implements AutoCloseable {
         if (Thread.interrupted() && closing()) {
           return;
         }
+        if (roundNow.getAndSet(false)) {
+          break;
+        }
       }
     }
   }
@@ -645,12 +666,31 @@ public final class LeaderGroup implements AutoCloseable {
     if (rank < 0) {
       return;
     }
+    long at = settings.time().nanoTime();
+    if (mine != lastSlot) {
+      if (lastSlot >= 0) {
+        // Our membership session was opened again: the others may still be reconnecting. Wait for
+        // them as long as they may take to notice the loss and reconnect, and one round more.
+        rejoining = true;
+        rejoiningUntil =
+            at
+                + settings.heartbeatInterval().toNanos()
+                + settings.reconnectInterval().toNanos()
+                + settings.membershipInterval().toNanos();
+      }
+      lastSlot = mine;
+    }
+    if (rejoining && at - rejoiningUntil >= 0) {
+      rejoining = false;
+    }
+    int planned = rebalancer.plannedMembers(slots.length, rejoining);
     members = slots.length;
-    if (rebalancer.membership(slots.length, rank)) {
+    if (rebalancer.membership(planned, rank)) {
       LOG.info(
-          "{} {} member(s); this one is rank {}, quota {} of {} keys",
+          "{} {} member(s){}; this one is rank {}, quota {} of {} keys",
           settings.context(),
-          slots.length,
+          planned,
+          planned != slots.length ? " (" + slots.length + " back after a reconnect)" : "",
           rank,
           rebalancer.quota(),
           settings.keys().size());

@@ -22,6 +22,11 @@ import java.util.List;
  *       keys), so it never takes more than its quota; a cursor walks the ring so that keys found
  *       held elsewhere are not tried again until the ring wraps. The cursor restarts at the
  *       preferred range whenever the membership changes.
+ *   <li><b>Rejoining.</b> A member whose membership session was opened again (the server restarted,
+ *       or that session was ended) sees the others come back one by one, each after its own
+ *       reconnect. For a short while it plans with no fewer members than it saw before ({@link
+ *       #plannedMembers}): otherwise the first member back would see itself almost alone, take far
+ *       more than its share of the keys the restart freed, and yield them again a round later.
  *   <li><b>Sweeps.</b> For three rounds after a change (the membership, or keys this member lost),
  *       and while a quarter of its quota is missing, a member below its quota tries every key it
  *       does not hold in that round, in chunks; otherwise at most {@link #budget} keys per round.
@@ -89,6 +94,21 @@ final class Rebalancer {
     this.cursor = 0;
     this.sweeps = SWEEP_ROUNDS;
     return true;
+  }
+
+  /**
+   * The member count to plan a round with: the members seen, or, while this member is rejoining
+   * (its membership session was just opened again), no fewer than the view before, since the others
+   * may not have reconnected yet. Quotas only spread the keys: planning with too many members
+   * leaves keys free for a while (a member that really left is taken over once the rejoining ends),
+   * never gives a key two owners.
+   *
+   * @param seen members in the membership read of this round, this one included
+   * @param rejoining whether this member is within its rejoining window
+   * @return the count to pass to {@link #membership}
+   */
+  int plannedMembers(int seen, boolean rejoining) {
+    return rejoining ? Math.max(seen, members) : seen;
   }
 
   /**

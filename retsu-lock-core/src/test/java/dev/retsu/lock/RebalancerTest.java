@@ -103,6 +103,25 @@ class RebalancerTest {
   }
 
   @Test
+  void aRejoiningMemberPlansWithTheViewFromBeforeSoItTakesOnlyItsShareOfTheFreedKeys() {
+    Rebalancer r = new Rebalancer(10_000);
+    r.membership(10, 3);
+    assertThat(r.quota()).isEqualTo(1_000);
+    // The server restarted: this member is back first and sees two of the ten.
+    assertThat(r.plannedMembers(2, true)).isEqualTo(10);
+    r.membership(r.plannedMembers(2, true), 1);
+    assertThat(r.quota()).isEqualTo(1_000);
+    BitSet held = new BitSet();
+    assertThat(r.nextChunk(held, 10_000).size()).isEqualTo(10_000); // tries, stops at the quota
+    // More come back than before (a member joined meanwhile): the larger view wins.
+    assertThat(r.plannedMembers(11, true)).isEqualTo(11);
+    // Rejoining over, a member that did not come back is gone: its share is taken over.
+    assertThat(r.plannedMembers(9, false)).isEqualTo(9);
+    r.membership(9, 1);
+    assertThat(r.quota()).isEqualTo(1_112);
+  }
+
+  @Test
   void budgetTriesWhatIsMissingFourTimesOverButAtLeastTheFloor() {
     assertThat(Rebalancer.budget(0, 256)).isZero();
     assertThat(Rebalancer.budget(1, 256)).isEqualTo(256);

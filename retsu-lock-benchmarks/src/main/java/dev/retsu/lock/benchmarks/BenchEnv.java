@@ -1,6 +1,7 @@
 package dev.retsu.lock.benchmarks;
 
 import dev.retsu.lock.testing.EmbeddedPostgresServer;
+import dev.retsu.lock.testing.PostgresServer;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -173,6 +174,23 @@ final class BenchEnv implements AutoCloseable {
   /** Returns the postmaster's pid when it runs on this machine under our control, else -1. */
   long postmasterPid() {
     return embedded != null ? embedded.postmasterPid() : -1;
+  }
+
+  /** Returns whether {@link #restartImmediately()} works: the server is embedded, ours to stop. */
+  boolean canRestart() {
+    return embedded != null;
+  }
+
+  /**
+   * Stops the embedded server as after a crash ({@code SIGQUIT}: every backend quits at once, no
+   * checkpoint) and starts it again on the same port and data; returns once it accepts connections.
+   */
+  void restartImmediately() {
+    if (embedded == null) {
+      throw new IllegalStateException(
+          "only an embedded server can be restarted, but the benchmarks run on " + describe());
+    }
+    embedded.restart(PostgresServer.ShutdownMode.IMMEDIATE);
   }
 
   Connection connect(String database) throws SQLException {

@@ -1,6 +1,7 @@
 package dev.retsu.lock.benchmarks;
 
 import dev.retsu.lock.LeaderGroup;
+import dev.retsu.lock.testing.TermChecker;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -15,8 +16,13 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.BooleanSupplier;
 
@@ -24,13 +30,47 @@ import java.util.function.BooleanSupplier;
  * Many keys per process: {@code keys} keys shared by {@code members} {@link LeaderGroup} members,
  * each in its own JVM ({@link GroupMemberMain}), with default settings (4 sessions, membership
  * every 2 s). Measures the sessions used, the time until every key is owned and the group balanced
- * after a cold start, after one member is killed with SIGKILL, and after a member joins; and the
- * server's cost at rest. Writes {@code group-results.md} naming the commit, the machine and its
- * load average.
+ * after a cold start, after one member is killed with SIGKILL, after a member joins and after an
+ * immediate (crash-like) restart of the server; the server's cost at rest (statements, CPU, memory
+ * against the idle server); and checks every key's timeline with the fault suite's {@link
+ * TermChecker}: no moment where a key has two acting owners. Writes {@code group-results.md} naming
+ * the commit, the machine and its load average.
  */
 final class GroupBenchmark {
 
-  /** One measured scenario. */
+  /**
+   * The server's state at one moment.
+   *
+   * @param memory Pss of the postmaster and its children, null when the server is not local
+   * @param clientBackends client sessions, the harness's probe included
+   */
+  record ServerState(ServerProbe.Memory memory, int clientBackends) {}
+
+  /**
+   * The server's cost at rest.
+   *
+   * @param statementsPerSecond from pg_stat_statements, -1 without it
+   * @param cpuPercent of one core, -1 when the server is not local
+   * @param groupSessions the members' sessions on the server
+   * @param state memory and backends at the end of the window
+   * @param idle the same before any member started
+   */
+  record Rest(
+      double statementsPerSecond,
+      double cpuPercent,
+      int groupSessions,
+      ServerState state,
+      ServerState idle) {}
+
+  /**
+   * One measured scenario.
+   *
+   * @param startNanos when the scenario began (System.nanoTime): its events and violations are
+   *     those from here to the next scenario's start
+   * @param rest the cost at rest, null for scenarios that do not measure it
+   * @param terms terms started in this scenario's window, -1 before the check
+   * @param violations TermChecker violations in this scenario's window, -1 before the check
+   */
   record Result(
       int keys,
       int members,
@@ -38,9 +78,28 @@ final class GroupBenchmark {
       long ownedMillis,
       long balancedMillis,
       int sessions,
-      double statementsPerSecond,
-      double serverCpuPercent,
-      String note) {}
+      Rest rest,
+      String note,
+      long startNanos,
+      int terms,
+      int violations) {
+
+    Result checked(int terms, int violations, String more) {
+      String n = more.isEmpty() ? note : note.isEmpty() ? more : note + "; " + more;
+      return new Result(
+          keys,
+          members,
+          scenario,
+          ownedMillis,
+          balancedMillis,
+          sessions,
+          rest,
+          n,
+          startNanos,
+          terms,
+          violations);
+    }
+  }
 
   private final BenchEnv env;
   private final Path out;
@@ -53,20 +112,28 @@ final class GroupBenchmark {
     this.window = window;
   }
 
+  /** What a member printed last: keys held, sessions open, terms ended so far. */
+  private record Count(int held, int sessions, long losses) {}
+
   /** One member JVM and what it printed last. */
   private static final class Member {
     final String id;
     final Process process;
+    final Path events;
     volatile long startedMicros = -1;
-    volatile int held;
-    volatile int sessions;
+    volatile Count count = new Count(0, 0, 0);
 
-    Member(String id, Process process) {
+    Member(String id, Process process, Path events) {
       this.id = id;
       this.process = process;
+      this.events = events;
       Thread reader = new Thread(this::read, "retsu-lock-bench-group-reader-" + id);
       reader.setDaemon(true);
       reader.start();
+    }
+
+    int held() {
+      return count.held();
     }
 
     private void read() {
@@ -78,18 +145,13 @@ final class GroupBenchmark {
           String[] p = line.split(" ");
           if (p[0].equals("STARTED")) {
             startedMicros = Long.parseLong(p[1]);
-          } else if (p[0].equals("HELD") && p.length >= 4) {
-            held = Integer.parseInt(p[2]);
-            sessions = Integer.parseInt(p[3]);
+          } else if (p[0].equals("HELD") && p.length >= 5) {
+            count = new Count(Integer.parseInt(p[2]), Integer.parseInt(p[3]), Long.parseLong(p[4]));
           }
         }
       } catch (IOException | RuntimeException e) {
         // the process is gone; alive() says so
       }
-    }
-
-    boolean alive() {
-      return process.isAlive();
     }
 
     void kill() throws InterruptedException {
@@ -120,6 +182,8 @@ final class GroupBenchmark {
   }
 
   private Member launch(String group, int keys, String id, int sessions) throws IOException {
+    Path events = out.resolve("group-" + id + ".events");
+    Files.deleteIfExists(events);
     List<String> command = new ArrayList<>();
     command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     command.add("-Xmx256m");
@@ -139,23 +203,28 @@ final class GroupBenchmark {
     command.add(Integer.toString(keys));
     command.add(id);
     command.add(Integer.toString(sessions));
+    command.add(events.toString());
     ProcessBuilder pb = new ProcessBuilder(command);
     pb.redirectError(
         ProcessBuilder.Redirect.appendTo(out.resolve("group-" + id + ".log").toFile()));
-    return new Member(id, pb.start());
+    return new Member(id, pb.start(), events);
   }
 
   private static boolean owned(List<Member> live, int keys) {
     int sum = 0;
     for (Member m : live) {
-      sum += m.held;
+      sum += m.held();
     }
     return sum == keys;
   }
 
   private static boolean balanced(List<Member> live, int keys) {
     int quota = (keys + live.size() - 1) / live.size();
-    return owned(live, keys) && live.stream().allMatch(m -> m.held <= quota);
+    return owned(live, keys) && live.stream().allMatch(m -> m.held() <= quota);
+  }
+
+  private static int sessions(List<Member> live) {
+    return live.stream().mapToInt(m -> m.count.sessions()).max().orElse(0);
   }
 
   /** Milliseconds until the condition holds, polled every 10 ms; -1 past the limit. */
@@ -170,7 +239,7 @@ final class GroupBenchmark {
   }
 
   /**
-   * Runs the scenarios for one member count.
+   * Runs the scenarios for one member count, then checks every key's timeline.
    *
    * @param keys keys in the group
    * @param members members at the start
@@ -181,7 +250,10 @@ final class GroupBenchmark {
     List<Result> results = new ArrayList<>();
     List<Member> live = new ArrayList<>();
     List<Member> all = new ArrayList<>();
+    String victimId = null;
+    long restartNanos = -1;
     try {
+      ServerState idle = state();
       Progress.log("group: %d keys over %d members, cold start", keys, members);
       long t0 = System.nanoTime();
       for (int i = 0; i < members; i++) {
@@ -191,9 +263,9 @@ final class GroupBenchmark {
       }
       long owned = until(t0, () -> owned(live, keys));
       long balanced = until(t0, () -> balanced(live, keys));
-      int used = live.stream().mapToInt(m -> m.sessions).max().orElse(0);
+      int used = sessions(live);
       Thread.sleep(3_000); // past the first membership rounds
-      Measured rest = measure(group);
+      Rest rest = measure(idle);
       results.add(
           new Result(
               keys,
@@ -202,12 +274,15 @@ final class GroupBenchmark {
               owned,
               balanced,
               used,
-              rest.statementsPerSecond,
-              rest.cpuPercent,
-              rest.connections + " group sessions on the server"));
+              rest,
+              rest.groupSessions() + " group sessions on the server",
+              t0,
+              -1,
+              -1));
 
       Progress.log("group: kill -9 of one of %d members", members);
       Member victim = live.remove(0);
+      victimId = victim.id;
       long k0 = System.nanoTime();
       victim.kill();
       owned = until(k0, () -> owned(live, keys));
@@ -219,19 +294,21 @@ final class GroupBenchmark {
               "kill -9 of one member (" + (members - 1) + " left)",
               owned,
               balanced,
-              live.stream().mapToInt(m -> m.sessions).max().orElse(0),
+              sessions(live),
+              null,
+              "",
+              k0,
               -1,
-              -1,
-              ""));
+              -1));
 
       Progress.log("group: a member joins %d members", live.size());
+      long launched = System.nanoTime();
       Member joiner = launch(group, keys, "g" + members + "-join", sessions);
       all.add(joiner);
       live.add(joiner);
-      long launched = System.nanoTime();
       long started = until(launched, () -> joiner.startedMicros > 0);
       long j0 = System.nanoTime();
-      balanced = until(j0, () -> balanced(live, keys) && joiner.held > 0);
+      balanced = until(j0, () -> balanced(live, keys) && joiner.held() > 0);
       results.add(
           new Result(
               keys,
@@ -239,21 +316,255 @@ final class GroupBenchmark {
               "a member joins (from its start() returning; JVM start took " + started + " ms)",
               -1,
               balanced,
-              joiner.sessions,
+              joiner.count.sessions(),
+              null,
+              "joiner holds " + joiner.held(),
+              launched,
               -1,
-              -1,
-              "joiner holds " + joiner.held));
+              -1));
+
+      if (env.canRestart()) {
+        Thread.sleep(3_000); // a membership round past the balance: no yield under way
+        Progress.log("group: immediate restart of the server under %d members", live.size());
+        // Every session dies with the server, so each member's terms of now all end.
+        Map<Member, Long> endedAfter = new HashMap<>();
+        for (Member m : live) {
+          Count c = m.count;
+          endedAfter.put(m, c.losses() + c.held());
+        }
+        BooleanSupplier allEnded =
+            () -> live.stream().allMatch(m -> m.count.losses() >= endedAfter.get(m));
+        restartNanos = System.nanoTime();
+        long r0 = restartNanos;
+        env.restartImmediately();
+        long up = (System.nanoTime() - r0) / 1_000_000;
+        owned = until(r0, () -> allEnded.getAsBoolean() && owned(live, keys));
+        balanced = until(r0, () -> allEnded.getAsBoolean() && balanced(live, keys));
+        results.add(
+            new Result(
+                keys,
+                members,
+                "immediate restart of the server (" + live.size() + " members)",
+                owned,
+                balanced,
+                sessions(live),
+                null,
+                "server stopped (SIGQUIT) and accepting again after " + up + " ms",
+                r0,
+                -1,
+                -1));
+      }
     } finally {
       for (Member m : all) {
         m.closeQuietly();
       }
     }
-    return results;
+    Progress.log("group: checking every key's timeline of %d members", all.size());
+    return check(results, all, victimId, restartNanos);
   }
 
-  private record Measured(double statementsPerSecond, double cpuPercent, int connections) {}
+  /** The events of every member, one timeline per key; lines cut by a kill -9 are counted. */
+  private static final class Timelines {
+    final Map<Long, List<TermChecker.Event>> byKey = new HashMap<>();
+    int unreadable;
 
-  private Measured measure(String group) throws SQLException, InterruptedException {
+    void read(Member m) throws IOException {
+      if (!Files.exists(m.events)) {
+        return;
+      }
+      try (BufferedReader r = Files.newBufferedReader(m.events, StandardCharsets.US_ASCII)) {
+        String line;
+        while ((line = r.readLine()) != null) {
+          String[] p = line.split(" ");
+          String kind =
+              p.length < 4
+                  ? null
+                  : switch (p[0]) {
+                    case "A" -> p.length == 5 ? "ACQUIRED" : null;
+                    case "C" -> "CHECK";
+                    case "L" -> p.length == 5 ? "LOST" : null;
+                    default -> null;
+                  };
+          if (kind == null) {
+            unreadable++;
+            continue;
+          }
+          List<String> fields = p.length == 5 ? List.of(p[3], p[4]) : List.of(p[3]);
+          byKey
+              .computeIfAbsent(Long.parseLong(p[2]), k -> new ArrayList<>())
+              .add(new TermChecker.Event(Long.parseLong(p[1]), m.id, kind, fields));
+        }
+      }
+    }
+
+    /** "key|member#term" of the terms started before the moment and not reported lost by then. */
+    Set<String> liveAt(long nanos) {
+      Set<String> open = new HashSet<>();
+      for (Map.Entry<Long, List<TermChecker.Event>> e : byKey.entrySet()) {
+        for (TermChecker.Event ev : e.getValue()) {
+          if (ev.nanos() >= nanos) {
+            continue;
+          }
+          String id = e.getKey() + "|" + ev.member() + "#" + ev.fields().get(0);
+          if (ev.kind().equals("ACQUIRED")) {
+            open.add(id);
+          } else if (ev.kind().equals("LOST")) {
+            open.remove(id);
+          }
+        }
+      }
+      return open;
+    }
+
+    /**
+     * What the members' own timelines say about a restart at the moment.
+     *
+     * @param retaken keys with a term started after it
+     * @param newer of those, keys whose first new token is newer than their last one before
+     * @param firstEndMillis the first term end after it, -1 when none
+     * @param lastStartMillis the last term start after it, -1 when none
+     */
+    record AfterRestart(int retaken, int newer, long firstEndMillis, long lastStartMillis) {}
+
+    AfterRestart afterRestart(long nanos) {
+      int retaken = 0;
+      int newer = 0;
+      long firstEnd = Long.MAX_VALUE;
+      long lastStart = Long.MIN_VALUE;
+      for (List<TermChecker.Event> es : byKey.values()) {
+        TermChecker.Token before = null;
+        TermChecker.Token after = null;
+        for (TermChecker.Event ev : es) { // sorted by time
+          if (ev.nanos() >= nanos && ev.kind().equals("LOST")) {
+            firstEnd = Math.min(firstEnd, ev.nanos() - nanos);
+          }
+          if (!ev.kind().equals("ACQUIRED")) {
+            continue;
+          }
+          TermChecker.Token t = TermChecker.token(ev.fields().get(1));
+          if (ev.nanos() < nanos) {
+            before = t;
+          } else {
+            lastStart = Math.max(lastStart, ev.nanos() - nanos);
+            if (after == null) {
+              after = t;
+            }
+          }
+        }
+        if (after != null) {
+          retaken++;
+          if (before == null || after.isNewerThan(before)) {
+            newer++;
+          }
+        }
+      }
+      return new AfterRestart(
+          retaken,
+          newer,
+          firstEnd == Long.MAX_VALUE ? -1 : firstEnd / 1_000_000,
+          lastStart == Long.MIN_VALUE ? -1 : lastStart / 1_000_000);
+    }
+  }
+
+  /**
+   * Checks every key's timeline with {@link TermChecker} and gives each result the terms started
+   * and the violations found in its window. The killed member's terms, and every term live when the
+   * server restarted, count as freed by a server-side fault (the overlap the checker then allows is
+   * an effect after the fault, which these tasks do not have; a check after a newer term started is
+   * a violation whatever freed the lock).
+   */
+  private List<Result> check(
+      List<Result> results, List<Member> all, String victimId, long restartNanos)
+      throws IOException {
+    Timelines t = new Timelines();
+    for (Member m : all) {
+      t.read(m);
+    }
+    for (List<TermChecker.Event> es : t.byKey.values()) {
+      es.sort(Comparator.comparingLong(TermChecker.Event::nanos));
+    }
+    Set<String> liveAtRestart = restartNanos < 0 ? Set.of() : t.liveAt(restartNanos);
+    Set<String> killed = victimId == null ? Set.of() : Set.of(victimId);
+    List<TermChecker.Violation> violations =
+        TermChecker.analyseEach(
+            t.byKey,
+            killed,
+            (key, acquired) ->
+                killed.contains(acquired.member())
+                    || liveAtRestart.contains(
+                        key + "|" + acquired.member() + "#" + acquired.fields().get(0)));
+    int[] terms = new int[results.size()];
+    int[] found = new int[results.size()];
+    for (List<TermChecker.Event> es : t.byKey.values()) {
+      for (TermChecker.Event ev : es) {
+        if (ev.kind().equals("ACQUIRED")) {
+          terms[window(results, ev.nanos())]++;
+        }
+      }
+    }
+    for (TermChecker.Violation v : violations) {
+      found[window(results, v.nanos())]++;
+    }
+    if (!violations.isEmpty()) {
+      Path file = out.resolve("group-violations-" + results.get(0).members() + ".txt");
+      Files.write(
+          file,
+          violations.stream().limit(1_000).map(TermChecker.Violation::text).toList(),
+          StandardCharsets.UTF_8);
+      Progress.log("group: %d violations, the first 1,000 in %s", violations.size(), file);
+    }
+    List<Result> checked = new ArrayList<>();
+    for (int i = 0; i < results.size(); i++) {
+      Result r = results.get(i);
+      String more = "";
+      if (r.startNanos() == restartNanos) {
+        Timelines.AfterRestart a = t.afterRestart(restartNanos);
+        more =
+            String.format(
+                Locale.ROOT,
+                "%,d of %,d keys taken again, %,d of them with a newer fencing token; in the"
+                    + " members' events the first term ended %d ms and the last new term started"
+                    + " %d ms after the restart began",
+                a.retaken(),
+                t.byKey.size(),
+                a.newer(),
+                a.firstEndMillis(),
+                a.lastStartMillis());
+      }
+      if (i == 0 && t.unreadable > 0) {
+        more = t.unreadable + " event lines cut short (by the kill -9) not read";
+      }
+      checked.add(r.checked(terms[i], found[i], more));
+    }
+    return checked;
+  }
+
+  /** The index of the scenario whose window holds the moment: the last one started by then. */
+  private static int window(List<Result> results, long nanos) {
+    int i = 0;
+    while (i + 1 < results.size() && nanos - results.get(i + 1).startNanos() >= 0) {
+      i++;
+    }
+    return i;
+  }
+
+  private ServerState state(Connection c) throws SQLException {
+    try (Statement s = c.createStatement();
+        ResultSet rs =
+            s.executeQuery(
+                "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'")) {
+      rs.next();
+      return new ServerState(ServerProbe.serverMemory(env.postmasterPid()), rs.getInt(1));
+    }
+  }
+
+  private ServerState state() throws SQLException {
+    try (Connection c = env.connect()) {
+      return state(c);
+    }
+  }
+
+  private Rest measure(ServerState idle) throws SQLException, InterruptedException {
     try (Connection c = env.connect()) {
       long calls0 = env.statementsExtension ? ServerProbe.statementCalls(c) : 0;
       double cpu0 = ServerProbe.serverCpuSeconds(env.postmasterPid());
@@ -271,10 +582,12 @@ final class GroupBenchmark {
         rs.next();
         connections = rs.getInt(1);
       }
-      return new Measured(
+      return new Rest(
           env.statementsExtension ? (calls1 - calls0) / seconds : -1,
           cpu0 < 0 || cpu1 < 0 ? -1 : 100 * (cpu1 - cpu0) / seconds,
-          connections);
+          connections,
+          state(c),
+          idle);
     }
   }
 
@@ -298,29 +611,62 @@ final class GroupBenchmark {
     md.append("- server: ").append(server).append('\n');
     md.append(
         "- members: one JVM each, default settings (4 sessions, membership every 2 s, refresh"
-            + " 15 s, heartbeat 2 s), a task that does nothing; times from the parent's monotonic"
-            + " clock, counts from what each member printed (checked every 20 ms)\n\n");
+            + " 15 s, heartbeat 2 s), a task that passes ensureLeader() and logs it; times from the"
+            + " parent's monotonic clock, counts from what each member printed (checked every 20"
+            + " ms)\n");
+    md.append(
+        "- server memory: Pss summed over the postmaster and all its children"
+            + " (/proc/<pid>/smaps_rollup), at the end of the at-rest window and on the idle"
+            + " server before the members started; both with the harness's one probe session"
+            + " connected\n");
+    md.append(
+        "- two acting owners: every key's timeline (term start, passed ensureLeader(), term end,"
+            + " stamped on the machine's CLOCK_MONOTONIC by the members) through the fault suite's"
+            + " TermChecker; a scenario's count covers the events from its start to the next"
+            + " scenario's, the last one includes the members' graceful close\n\n");
     md.append(
         "| keys | members | scenario | all owned (ms) | balanced (ms) | sessions per member |"
-            + " statements/s at rest | server CPU at rest (% of a core) | note |\n");
-    md.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+            + " statements/s at rest | server CPU at rest (% of a core) |"
+            + " server memory at rest, MiB Pss (idle server) |"
+            + " server processes / client backends at rest (idle) |"
+            + " terms started | two acting owners (TermChecker violations) | note |\n");
+    md.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     for (Result r : results) {
+      Rest rest = r.rest();
       md.append(
           String.format(
               Locale.ROOT,
-              "| %d | %d | %s | %s | %s | %d | %s | %s | %s |%n",
+              "| %d | %d | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |%n",
               r.keys(),
               r.members(),
               r.scenario(),
               r.ownedMillis() < 0 ? "-" : Long.toString(r.ownedMillis()),
               r.balancedMillis() < 0 ? "-" : Long.toString(r.balancedMillis()),
               r.sessions(),
-              r.statementsPerSecond() < 0
+              rest == null || rest.statementsPerSecond() < 0
                   ? "-"
-                  : String.format(Locale.ROOT, "%.1f", r.statementsPerSecond()),
-              r.serverCpuPercent() < 0
+                  : String.format(Locale.ROOT, "%.1f", rest.statementsPerSecond()),
+              rest == null || rest.cpuPercent() < 0
                   ? "-"
-                  : String.format(Locale.ROOT, "%.1f", r.serverCpuPercent()),
+                  : String.format(Locale.ROOT, "%.1f", rest.cpuPercent()),
+              rest == null || rest.state().memory() == null || rest.idle().memory() == null
+                  ? "-"
+                  : String.format(
+                      Locale.ROOT,
+                      "%.1f (%.1f)",
+                      rest.state().memory().mib(),
+                      rest.idle().memory().mib()),
+              rest == null || rest.state().memory() == null || rest.idle().memory() == null
+                  ? "-"
+                  : String.format(
+                      Locale.ROOT,
+                      "%d / %d (%d / %d)",
+                      rest.state().memory().processes(),
+                      rest.state().clientBackends(),
+                      rest.idle().memory().processes(),
+                      rest.idle().clientBackends()),
+              r.terms() < 0 ? "-" : Integer.toString(r.terms()),
+              r.violations() < 0 ? "-" : Integer.toString(r.violations()),
               r.note()));
     }
     Files.writeString(out.resolve("group-results.md"), md);

@@ -8,10 +8,13 @@ import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
- * Reads what the server spends: statements from {@code pg_stat_statements} and CPU from {@code
- * /proc} (the postmaster, its live children, and the children it has reaped).
+ * Reads what the server spends: statements from {@code pg_stat_statements}, CPU from {@code /proc}
+ * (the postmaster, its live children, and the children it has reaped) and memory from {@code
+ * /proc/<pid>/smaps_rollup} (the postmaster and its live children).
  */
 final class ServerProbe {
 
@@ -43,19 +46,16 @@ final class ServerProbe {
    * is not a local process.
    */
   static double serverCpuSeconds(long postmasterPid) {
-    if (postmasterPid <= 0 || !Files.isDirectory(Path.of("/proc", Long.toString(postmasterPid)))) {
-      return -1;
-    }
-    long ticks = 0;
-    long[] pm = stat(Path.of("/proc", Long.toString(postmasterPid), "stat"));
+    long[] pm =
+        postmasterPid > 0 ? stat(Path.of("/proc", Long.toString(postmasterPid), "stat")) : null;
     if (pm == null) {
       return -1;
     }
-    ticks += pm[1] + pm[2] + pm[3] + pm[4];
-    try (DirectoryStream<Path> procs = Files.newDirectoryStream(Path.of("/proc"), "[0-9]*")) {
-      for (Path p : procs) {
-        long[] st = stat(p.resolve("stat"));
-        if (st != null && st[0] == postmasterPid) {
+    long ticks = pm[1] + pm[2] + pm[3] + pm[4];
+    try {
+      for (Path child : children(postmasterPid)) {
+        long[] st = stat(child.resolve("stat"));
+        if (st != null) {
           ticks += st[1] + st[2];
         }
       }
@@ -63,6 +63,71 @@ final class ServerProbe {
       return -1;
     }
     return ticks / (double) TICKS_PER_SECOND;
+  }
+
+  /**
+   * The server's memory: proportional set size (Pss) summed over the postmaster and all its
+   * children, and how many processes that is.
+   *
+   * @param pssBytes the sum of Pss: private pages in full, each shared page (shared_buffers, the
+   *     lock table, the binary) split among the processes that map it, so a page the server's
+   *     processes share counts once in the sum
+   * @param processes the postmaster and its children
+   */
+  record Memory(long pssBytes, int processes) {
+
+    double mib() {
+      return pssBytes / (1024.0 * 1024.0);
+    }
+  }
+
+  /**
+   * Reads the server's memory from {@code /proc/<pid>/smaps_rollup}; null when the server is not a
+   * local process or the file cannot be read (Linux 4.14+, as root or as the server's user).
+   */
+  static Memory serverMemory(long postmasterPid) {
+    if (postmasterPid <= 0) {
+      return null;
+    }
+    Path pm = Path.of("/proc", Long.toString(postmasterPid));
+    try {
+      long pss = pss(pm);
+      int processes = 1;
+      for (Path child : children(postmasterPid)) {
+        try {
+          pss += pss(child);
+          processes++;
+        } catch (IOException e) {
+          // the child exited between the listing and the read: it holds no memory now
+        }
+      }
+      return new Memory(pss, processes);
+    } catch (IOException | RuntimeException e) {
+      return null;
+    }
+  }
+
+  private static long pss(Path proc) throws IOException {
+    for (String line : Files.readAllLines(proc.resolve("smaps_rollup"))) {
+      if (line.startsWith("Pss:")) {
+        return Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024;
+      }
+    }
+    throw new IOException("no Pss line in " + proc.resolve("smaps_rollup"));
+  }
+
+  /** The /proc directories of the live children of a process. */
+  private static List<Path> children(long parentPid) throws IOException {
+    List<Path> out = new ArrayList<>();
+    try (DirectoryStream<Path> procs = Files.newDirectoryStream(Path.of("/proc"), "[0-9]*")) {
+      for (Path p : procs) {
+        long[] st = stat(p.resolve("stat"));
+        if (st != null && st[0] == parentPid) {
+          out.add(p);
+        }
+      }
+    }
+    return out;
   }
 
   /** Returns {ppid, utime, stime, cutime, cstime} from a /proc/PID/stat file, or null. */

@@ -9,6 +9,7 @@ import dev.retsu.lock.faults.FaultCandidate.Action;
 import dev.retsu.lock.faults.FaultCandidate.Phase;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.PostgresServer.ShutdownMode;
+import dev.retsu.lock.testing.TermChecker;
 import dev.retsu.lock.testing.TestDatabase;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -347,7 +348,7 @@ class FaultInjectionIntegrationTest {
       for (int round = 1; round <= ROUNDS; round++) {
         Phase phase = pick(random, phases);
         Fleet.Member leader = fleet.awaitLeaderAndContendingStandbys(WITHIN);
-        Fleet.Event at = arm(fleet, leader, phase, action, lingerMs);
+        TermChecker.Event at = arm(fleet, leader, phase, action, lingerMs);
         String term = at.fields().get(1);
         long start = System.nanoTime();
         long over = fault.strike(leader, at.nanos());
@@ -426,7 +427,7 @@ class FaultInjectionIntegrationTest {
         }
         Phase phase = pick(random, fault.phases());
         Fleet.Member leader = fleet.awaitLeaderAndContendingStandbys(WITHIN);
-        Fleet.Event at = arm(fleet, leader, phase, fault.action(), fault.lingerMs());
+        TermChecker.Event at = arm(fleet, leader, phase, fault.action(), fault.lingerMs());
         String term = at.fields().get(1);
         // A fault the candidate does itself struck at its PHASE line (plus the fault's delay);
         // the parent injects its own now.
@@ -458,7 +459,7 @@ class FaultInjectionIntegrationTest {
    * Arms a phase of the leader and returns its PHASE line once it is there. For {@link Phase#CLOSE}
    * the leader is stopped gracefully (SIGTERM), so the phase is inside close().
    */
-  private static Fleet.Event arm(
+  private static TermChecker.Event arm(
       Fleet fleet, Fleet.Member leader, Phase phase, Action action, long lingerMs) {
     long armed = System.nanoTime();
     leader.send("ARM " + phase + " " + action + " " + lingerMs);
@@ -475,7 +476,7 @@ class FaultInjectionIntegrationTest {
       TermChecker.Result result,
       List<TermChecker.Injection> injections,
       boolean faultEndsTheTerm,
-      List<Fleet.Event> exits)
+      List<TermChecker.Event> exits)
       throws IOException {
     record(scenario + ".residual-window", 0, result.residualNanos() / 1e6, "");
     if (result.smallestGapNanos() != Long.MAX_VALUE) {

@@ -5,6 +5,7 @@ import static org.awaitility.Awaitility.await;
 import dev.retsu.lock.TakeoverMode;
 import dev.retsu.lock.testing.FaultProxy;
 import dev.retsu.lock.testing.ProcessOutput;
+import dev.retsu.lock.testing.TermChecker.Event;
 import dev.retsu.lock.testing.TestDatabase;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -50,9 +51,6 @@ final class Fleet implements AutoCloseable {
       return new TaskProfile(seed, minMs, maxMs, mode, timeout.toMillis());
     }
   }
-
-  /** One line a candidate printed. */
-  record Event(long nanos, String member, String kind, List<String> fields) {}
 
   /** One candidate process. */
   final class Member {

@@ -3,6 +3,7 @@ package dev.retsu.lock.faults;
 import dev.retsu.lock.faults.FaultCandidate.Action;
 import dev.retsu.lock.faults.FaultCandidate.Arm;
 import dev.retsu.lock.faults.FaultCandidate.Phase;
+import dev.retsu.lock.testing.TermChecker;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Collections;

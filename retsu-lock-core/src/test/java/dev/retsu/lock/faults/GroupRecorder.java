@@ -10,6 +10,7 @@ import dev.retsu.lock.LossReason;
 import dev.retsu.lock.Term;
 import dev.retsu.lock.faults.FaultCandidate.Arm;
 import dev.retsu.lock.faults.FaultCandidate.Phase;
+import dev.retsu.lock.testing.TermChecker;
 import java.io.PrintStream;
 import java.sql.ResultSet;
 import java.sql.Statement;
@@ -39,7 +40,7 @@ import java.util.concurrent.atomic.AtomicReference;
 final class GroupRecorder {
 
   /** Events per key, across members. */
-  final Map<LockKey, List<Fleet.Event>> byKey = new ConcurrentHashMap<>();
+  final Map<LockKey, List<TermChecker.Event>> byKey = new ConcurrentHashMap<>();
 
   /** The backend pid each key's work saw last, per member. */
   final Map<String, Map<LockKey, Integer>> workPids = new ConcurrentHashMap<>();
@@ -53,7 +54,7 @@ final class GroupRecorder {
   record Lost(String member, LockKey key, long number, LossReason reason) {}
 
   /** An event of one key. */
-  record Stamp(LockKey key, Fleet.Event event) {
+  record Stamp(LockKey key, TermChecker.Event event) {
 
     String term() {
       return event.fields().get(0);
@@ -110,10 +111,10 @@ final class GroupRecorder {
       }
       return;
     }
-    record(key, new Fleet.Event(now, member, kind, List.of(fields)));
+    record(key, new TermChecker.Event(now, member, kind, List.of(fields)));
   }
 
-  private void record(LockKey key, Fleet.Event e) {
+  private void record(LockKey key, TermChecker.Event e) {
     byKey.computeIfAbsent(key, k -> new CopyOnWriteArrayList<>()).add(e);
     if (e.kind().equals("LOST")) {
       lost.add(
@@ -137,7 +138,7 @@ final class GroupRecorder {
     }
     record(
         LockKey.of(Long.parseLong(p[3])),
-        new Fleet.Event(Long.parseLong(p[1]), member, p[2], List.of(p).subList(4, p.length)));
+        new TermChecker.Event(Long.parseLong(p[1]), member, p[2], List.of(p).subList(4, p.length)));
     return true;
   }
 
@@ -259,8 +260,8 @@ final class GroupRecorder {
   /** The first event of a kind a member stamped at or after {@code since}, on any key. */
   Optional<Stamp> first(String member, String kind, long since) {
     Stamp best = null;
-    for (Map.Entry<LockKey, List<Fleet.Event>> e : byKey.entrySet()) {
-      for (Fleet.Event ev : e.getValue()) {
+    for (Map.Entry<LockKey, List<TermChecker.Event>> e : byKey.entrySet()) {
+      for (TermChecker.Event ev : e.getValue()) {
         if (ev.member().equals(member)
             && ev.kind().equals(kind)
             && ev.nanos() >= since
@@ -345,9 +346,9 @@ final class GroupRecorder {
   Result analyse(Set<String> killed) {
     List<String> violations = new ArrayList<>();
     Map<LockKey, TermChecker.Result> results = new ConcurrentHashMap<>();
-    for (Map.Entry<LockKey, List<Fleet.Event>> e : byKey.entrySet()) {
-      List<Fleet.Event> timeline = new ArrayList<>(e.getValue());
-      timeline.sort(Comparator.comparingLong(Fleet.Event::nanos));
+    for (Map.Entry<LockKey, List<TermChecker.Event>> e : byKey.entrySet()) {
+      List<TermChecker.Event> timeline = new ArrayList<>(e.getValue());
+      timeline.sort(Comparator.comparingLong(TermChecker.Event::nanos));
       TermChecker.Result r = TermChecker.analyse(timeline, killed, struck(e.getKey(), timeline));
       results.put(e.getKey(), r);
       for (String v : r.violations()) {
@@ -358,13 +359,13 @@ final class GroupRecorder {
   }
 
   /** The terms of one key's timeline that a strike hit: open at its moment, its member and pid. */
-  private List<TermChecker.Injection> struck(LockKey key, List<Fleet.Event> timeline) {
+  private List<TermChecker.Injection> struck(LockKey key, List<TermChecker.Event> timeline) {
     List<TermChecker.Injection> out = new ArrayList<>();
     for (Strike s : strikes) {
       if (s.key() != null && !s.key().equals(key)) {
         continue;
       }
-      for (Fleet.Event a : timeline) {
+      for (TermChecker.Event a : timeline) {
         if (!a.kind().equals("ACQUIRED")
             || a.nanos() > s.nanos()
             || (s.member() != null && !s.member().equals(a.member()))
@@ -372,7 +373,7 @@ final class GroupRecorder {
           continue;
         }
         String term = a.fields().get(0);
-        Optional<Fleet.Event> lost = lostOf(timeline, a.member(), term);
+        Optional<TermChecker.Event> lost = lostOf(timeline, a.member(), term);
         if (lost.isEmpty() || lost.get().nanos() > s.nanos()) {
           out.add(
               new TermChecker.Injection(
@@ -384,7 +385,8 @@ final class GroupRecorder {
   }
 
   /** The LOST of a member's term in one key's timeline, if it has ended. */
-  static Optional<Fleet.Event> lostOf(List<Fleet.Event> timeline, String member, String term) {
+  static Optional<TermChecker.Event> lostOf(
+      List<TermChecker.Event> timeline, String member, String term) {
     return timeline.stream()
         .filter(
             l ->
@@ -400,8 +402,8 @@ final class GroupRecorder {
    * @param serverFaulted "key|member#number" of terms whose lock a server-side fault freed
    */
   List<String> violations(Set<String> serverFaulted) {
-    for (Map.Entry<LockKey, List<Fleet.Event>> e : byKey.entrySet()) {
-      for (Fleet.Event ev : e.getValue()) {
+    for (Map.Entry<LockKey, List<TermChecker.Event>> e : byKey.entrySet()) {
+      for (TermChecker.Event ev : e.getValue()) {
         if (ev.kind().equals("ACQUIRED")
             && serverFaulted.contains(e.getKey() + "|" + ev.member() + "#" + ev.fields().get(0))) {
           strike(

@@ -13,6 +13,7 @@ import dev.retsu.lock.faults.GroupRecorder.Strike;
 import dev.retsu.lock.testing.FaultProxy;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.PostgresServer.ShutdownMode;
+import dev.retsu.lock.testing.TermChecker;
 import dev.retsu.lock.testing.TestDatabase;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -191,7 +192,7 @@ class LeaderGroupFaultIntegrationTest {
             && acquired.nanos() <= at
             && Integer.parseInt(acquired.fields().get(2)) == pid) {
           String term = acquired.fields().get(0);
-          Optional<Fleet.Event> lost = GroupRecorder.lostOf(e.getValue(), member, term);
+          Optional<TermChecker.Event> lost = GroupRecorder.lostOf(e.getValue(), member, term);
           if (lost.isEmpty()) {
             out.add(null);
           } else if (lost.get().nanos() > at) {

@@ -13,6 +13,7 @@ import dev.retsu.lock.LossReason;
 import dev.retsu.lock.Term;
 import dev.retsu.lock.TestKeys;
 import dev.retsu.lock.testing.PostgresExtension;
+import dev.retsu.lock.testing.TermChecker;
 import dev.retsu.lock.testing.TestDatabase;
 import java.sql.SQLException;
 import java.sql.Statement;

@@ -8,6 +8,7 @@ import dev.retsu.lock.TestKeys;
 import dev.retsu.lock.faults.GroupFaults.Where;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.ProcessOutput;
+import dev.retsu.lock.testing.TermChecker;
 import dev.retsu.lock.testing.TestDatabase;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -165,10 +166,10 @@ class LeaderGroupKillIntegrationTest {
     // The killed member's keys were taken over: each of its terms that the kill cut (no LOST) is
     // followed by a term of another member.
     int cut = 0;
-    for (List<Fleet.Event> es : rec.byKey.values()) {
-      List<Fleet.Event> sorted =
-          es.stream().sorted(Comparator.comparingLong(Fleet.Event::nanos)).toList();
-      for (Fleet.Event acq : sorted) {
+    for (List<TermChecker.Event> es : rec.byKey.values()) {
+      List<TermChecker.Event> sorted =
+          es.stream().sorted(Comparator.comparingLong(TermChecker.Event::nanos)).toList();
+      for (TermChecker.Event acq : sorted) {
         if (!acq.kind().equals("ACQUIRED") || !acq.member().equals(victim.id)) {
           continue;
         }

@@ -1,6 +1,5 @@
-package dev.retsu.lock.faults;
+package dev.retsu.lock.testing;
 
-import dev.retsu.lock.FencingToken;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
@@ -10,6 +9,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.function.BiPredicate;
 
 /**
  * Rebuilds terms from the candidates' events and checks the claim "at most one acting leader". A
@@ -40,25 +40,89 @@ import java.util.Set;
  * still allows (the effect lands after the successor started); only a fencing token checked by the
  * effect's target closes it. And, per injected fault, the largest (CHECK − injection) of the term
  * the fault hit: how long that candidate kept passing its leader check after the fault.
+ *
+ * <p>Used by core's fault suite (one lock, candidate JVMs) and per key by the group tests and the
+ * group benchmark (one timeline per key). It depends on nothing of core: a fencing token is read
+ * from its text {@code timeline/xid} ({@code FencingToken.toString()}).
  */
-final class TermChecker {
+public final class TermChecker {
 
   private static final Set<String> CLIENT_ENDED =
       Set.of("CLOSED", "REFRESH_FAILED", "REFRESH_TIMED_OUT");
 
-  /** One rebuilt term. */
-  record TermSpan(
+  /**
+   * One event a candidate reported.
+   *
+   * @param nanos when, on the machine's monotonic clock ({@code System.nanoTime()} on Linux)
+   * @param member the candidate
+   * @param kind ACQUIRED (fields: term, token), CHECK (term), EFFECT (term), LOST (term, reason);
+   *     any other kind carries no term state and is passed over
+   * @param fields the event's fields, the term number first
+   */
+  public record Event(long nanos, String member, String kind, List<String> fields) {}
+
+  /**
+   * A fencing token as the checker orders it: by timeline, then transaction id.
+   *
+   * @param timeline the WAL timeline
+   * @param xid the transaction id
+   */
+  public record Token(int timeline, long xid) {
+
+    /**
+     * Returns whether this token comes strictly after another.
+     *
+     * @param other another token
+     * @return true if newer
+     */
+    public boolean isNewerThan(Token other) {
+      return timeline != other.timeline ? timeline > other.timeline : xid > other.xid;
+    }
+
+    @Override
+    public String toString() {
+      return timeline + "/" + xid;
+    }
+  }
+
+  /**
+   * A broken invariant.
+   *
+   * @param nanos when it happened: the offending event, or the start of the newer term it broke
+   * @param text what broke, naming the terms
+   */
+  public record Violation(long nanos, String text) {}
+
+  /**
+   * One rebuilt term.
+   *
+   * @param member the candidate
+   * @param number its term number
+   * @param start its ACQUIRED
+   * @param end the end of its span (see the class comment)
+   * @param token its fencing token
+   * @param reason the LOST reason, null when it was never reported lost
+   * @param checks its passed checks
+   * @param lastEffect its last EFFECT, Long.MIN_VALUE when none
+   * @param lost its LOST, Long.MIN_VALUE when none
+   */
+  public record TermSpan(
       String member,
       String number,
       long start,
       long end,
-      FencingToken token,
+      Token token,
       String reason,
       List<Long> checks,
       long lastEffect,
       long lost) {
 
-    String id() {
+    /**
+     * Returns {@code member#number}.
+     *
+     * @return the term's id
+     */
+    public String id() {
       return member + "#" + number;
     }
 
@@ -80,38 +144,65 @@ final class TermChecker {
    *     itself (the task throws or hangs, a graceful close)
    * @param label fault and phase, for messages
    */
-  record Injection(
+  public record Injection(
       int round, String member, String term, long nanos, boolean serverSide, String label) {
 
-    String termId() {
+    /**
+     * Returns {@code member#term}.
+     *
+     * @return the id of the term it hit
+     */
+    public String termId() {
       return member + "#" + term;
     }
   }
 
-  /** What one injection led to. */
-  record Aftermath(Injection injection, long checkAfterFaultNanos, long residualNanos) {}
+  /**
+   * What one injection led to.
+   *
+   * @param injection the injection
+   * @param checkAfterFaultNanos the largest (CHECK − injection) of the term it hit, else 0
+   * @param residualNanos the term's (last EFFECT − next ACQUIRED) where positive, else 0
+   */
+  public record Aftermath(Injection injection, long checkAfterFaultNanos, long residualNanos) {}
 
   /**
    * What the check found.
    *
    * @param terms the terms, by start
-   * @param violations the broken invariants, empty when the run was safe
+   * @param found the broken invariants, in the order found; empty when the run was safe
    * @param smallestGapNanos the smallest gap between a span's end and the next start (negative when
    *     spans overlap; Long.MAX_VALUE with fewer than two terms)
    * @param residualNanos the largest (EFFECT − next ACQUIRED) where positive, else 0
    * @param aftermath per injection, in order
    */
-  record Result(
+  public record Result(
       List<TermSpan> terms,
-      List<String> violations,
+      List<Violation> found,
       long smallestGapNanos,
       long residualNanos,
-      List<Aftermath> aftermath) {}
+      List<Aftermath> aftermath) {
+
+    /**
+     * Returns what broke, as text.
+     *
+     * @return one line per violation, empty when the run was safe
+     */
+    public List<String> violations() {
+      return found.stream().map(Violation::text).toList();
+    }
+  }
 
   private TermChecker() {}
 
-  /** Checks a run without injected faults; throws on any violation. */
-  static Result check(List<Fleet.Event> timeline, Set<String> killed) {
+  /**
+   * Checks a run without injected faults; throws on any violation.
+   *
+   * @param timeline the events, by time
+   * @param killed candidates killed, whose last term may end without a LOST
+   * @return what it found
+   */
+  public static Result check(List<Event> timeline, Set<String> killed) {
     Result r = analyse(timeline, killed, List.of());
     if (!r.violations().isEmpty()) {
       throw new AssertionError("Invariant violations:\n  " + String.join("\n  ", r.violations()));
@@ -119,12 +210,19 @@ final class TermChecker {
     return r;
   }
 
-  /** Rebuilds the terms and collects every violation and measurement; never throws on them. */
-  static Result analyse(
-      List<Fleet.Event> timeline, Set<String> killed, Collection<Injection> injections) {
+  /**
+   * Rebuilds the terms and collects every violation and measurement; never throws on them.
+   *
+   * @param timeline the events, by time
+   * @param killed candidates killed, whose last term may end without a LOST
+   * @param injections the faults injected
+   * @return what it found
+   */
+  public static Result analyse(
+      List<Event> timeline, Set<String> killed, Collection<Injection> injections) {
     Map<String, TermSpanBuilder> builders = new LinkedHashMap<>();
-    List<String> violations = new ArrayList<>();
-    for (Fleet.Event e : timeline) {
+    List<Violation> violations = new ArrayList<>();
+    for (Event e : timeline) {
       String termKey = e.member() + "#" + (e.fields().isEmpty() ? "" : e.fields().get(0));
       switch (e.kind()) {
         case "ACQUIRED" -> {
@@ -138,16 +236,18 @@ final class TermChecker {
         case "CHECK" -> {
           TermSpanBuilder b = builders.get(termKey);
           if (b == null) {
-            violations.add("CHECK without ACQUIRED: " + e);
+            violations.add(new Violation(e.nanos(), "CHECK without ACQUIRED: " + e));
           } else {
             if (b.reason != null) {
               violations.add(
-                  "CHECK after LOST "
-                      + b.reason
-                      + ": ensureLeader() passed "
-                      + ms(e.nanos() - b.lost)
-                      + " ms after the term was reported lost: "
-                      + e);
+                  new Violation(
+                      e.nanos(),
+                      "CHECK after LOST "
+                          + b.reason
+                          + ": ensureLeader() passed "
+                          + ms(e.nanos() - b.lost)
+                          + " ms after the term was reported lost: "
+                          + e));
             }
             b.checks.add(e.nanos());
           }
@@ -155,7 +255,7 @@ final class TermChecker {
         case "EFFECT" -> {
           TermSpanBuilder b = builders.get(termKey);
           if (b == null) {
-            violations.add("EFFECT without ACQUIRED: " + e);
+            violations.add(new Violation(e.nanos(), "EFFECT without ACQUIRED: " + e));
           } else {
             b.lastEffect = Math.max(b.lastEffect, e.nanos());
           }
@@ -163,7 +263,7 @@ final class TermChecker {
         case "LOST" -> {
           TermSpanBuilder b = builders.get(termKey);
           if (b == null) {
-            violations.add("LOST without ACQUIRED: " + e);
+            violations.add(new Violation(e.nanos(), "LOST without ACQUIRED: " + e));
           } else {
             b.reason = e.fields().get(1);
             b.lost = e.nanos();
@@ -177,7 +277,9 @@ final class TermChecker {
     List<TermSpan> terms = new ArrayList<>();
     for (TermSpanBuilder b : builders.values()) {
       if (b.reason == null && !killed.contains(b.member)) {
-        violations.add("term " + b.member + "#" + b.number + " ended without a reason");
+        violations.add(
+            new Violation(
+                b.start, "term " + b.member + "#" + b.number + " ended without a reason"));
       }
       terms.add(b.build());
     }
@@ -198,7 +300,7 @@ final class TermChecker {
       maxEnd = Math.max(maxEnd, t.end());
       smallestGap = Math.min(smallestGap, n.start() - maxEnd);
       if (!n.token().isNewerThan(t.token())) {
-        violations.add("token did not increase: " + t + " then " + n);
+        violations.add(new Violation(n.start(), "token did not increase: " + t + " then " + n));
       }
       if (t.lastEffect() > n.start()) {
         residual = Math.max(residual, t.lastEffect() - n.start());
@@ -207,8 +309,8 @@ final class TermChecker {
       List<Long> late = t.checks().stream().filter(c -> c > n.start()).toList();
       if (!late.isEmpty()) {
         violations.add(
-            String.format(
-                Locale.ROOT,
+            violation(
+                late.get(0),
                 "CHECK AFTER A NEWER TERM STARTED: %s passed ensureLeader() %.1f ms after %s was"
                     + " ACQUIRED (%d such check(s), the last %.1f ms after)%s",
                 t,
@@ -220,8 +322,8 @@ final class TermChecker {
       }
       if (!serverFaulted.containsKey(t.id()) && t.end() > n.start()) {
         violations.add(
-            String.format(
-                Locale.ROOT,
+            violation(
+                n.start(),
                 "RELEASED WHILE ACTING: %s, whose lock only the library could release, %s %.1f ms"
                     + " after %s was ACQUIRED",
                 t,
@@ -267,20 +369,68 @@ final class TermChecker {
         (check - i.nanos()) / 1e6);
   }
 
+  /**
+   * Checks many independent timelines, one per key (a {@code LeaderGroup}'s keys): at no moment two
+   * acting owners of one key, tokens strictly increasing per key. Each key's events are sorted by
+   * time first.
+   *
+   * @param byKey each key's events, in any order
+   * @param killed candidates killed, whose last terms may end without a LOST
+   * @param serverFaulted asked for each ACQUIRED: whether a server-side fault (a kill, a server
+   *     restart) may have freed that term's lock without the library
+   * @param <K> the key type
+   * @return every violation, its text prefixed with {@code "<key>: "}; empty when safe
+   */
+  public static <K> List<Violation> analyseEach(
+      Map<K, ? extends Collection<Event>> byKey,
+      Set<String> killed,
+      BiPredicate<K, Event> serverFaulted) {
+    List<Violation> out = new ArrayList<>();
+    for (Map.Entry<K, ? extends Collection<Event>> e : byKey.entrySet()) {
+      List<Event> timeline = new ArrayList<>(e.getValue());
+      timeline.sort(Comparator.comparingLong(Event::nanos));
+      List<Injection> injections = new ArrayList<>();
+      for (Event ev : timeline) {
+        if (ev.kind().equals("ACQUIRED") && serverFaulted.test(e.getKey(), ev)) {
+          injections.add(
+              new Injection(
+                  0, ev.member(), ev.fields().get(0), ev.nanos(), true, "server-side fault"));
+        }
+      }
+      for (Violation v : analyse(timeline, killed, injections).found()) {
+        out.add(new Violation(v.nanos(), e.getKey() + ": " + v.text()));
+      }
+    }
+    return out;
+  }
+
+  private static Violation violation(long nanos, String format, Object... args) {
+    return new Violation(nanos, String.format(Locale.ROOT, format, args));
+  }
+
   private static String ms(long nanos) {
     return String.format(Locale.ROOT, "%.1f", nanos / 1e6);
   }
 
-  static FencingToken token(String text) {
+  /**
+   * Reads a token from its text.
+   *
+   * @param text {@code timeline/xid}, e.g. {@code 1/742}
+   * @return the token
+   */
+  public static Token token(String text) {
     String[] parts = text.split("/");
-    return new FencingToken(Integer.parseInt(parts[0]), Long.parseLong(parts[1]));
+    if (parts.length != 2) {
+      throw new IllegalArgumentException("a token must be timeline/xid, but was " + text);
+    }
+    return new Token(Integer.parseInt(parts[0]), Long.parseLong(parts[1]));
   }
 
   private static final class TermSpanBuilder {
     String member;
     String number;
     long start;
-    FencingToken token;
+    Token token;
     String reason;
     long lost = Long.MIN_VALUE;
     long lastEffect = Long.MIN_VALUE;

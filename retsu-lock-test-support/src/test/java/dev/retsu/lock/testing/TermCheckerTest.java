@@ -1,9 +1,11 @@
-package dev.retsu.lock.faults;
+package dev.retsu.lock.testing;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 
@@ -12,10 +14,10 @@ class TermCheckerTest {
 
   private static final long MS = 1_000_000L;
 
-  private final List<Fleet.Event> timeline = new ArrayList<>();
+  private final List<TermChecker.Event> timeline = new ArrayList<>();
 
   private void at(long ms, String member, String kind, String... fields) {
-    timeline.add(new Fleet.Event(ms * MS, member, kind, List.of(fields)));
+    timeline.add(new TermChecker.Event(ms * MS, member, kind, List.of(fields)));
   }
 
   /** a leads term 1 and is hit by a server-side fault at 100 ms; b takes over at 120 ms. */
@@ -97,9 +99,42 @@ class TermCheckerTest {
         .anyMatch(v -> v.contains("ended without a reason"));
   }
 
-  private List<Fleet.Event> sorted() {
-    List<Fleet.Event> copy = new ArrayList<>(timeline);
-    copy.sort(java.util.Comparator.comparingLong(Fleet.Event::nanos));
+  @Test
+  void eachKeyIsCheckedOnItsOwnAndViolationsNameTheKeyAndTheMoment() {
+    Map<String, List<TermChecker.Event>> byKey = new LinkedHashMap<>();
+    // key 1: a's term ends gracefully at 60 ms, then b takes it: safe
+    byKey.put(
+        "k1",
+        List.of(
+            new TermChecker.Event(90 * MS, "b", "ACQUIRED", List.of("1", "1/12")),
+            new TermChecker.Event(0, "a", "ACQUIRED", List.of("1", "1/10")),
+            new TermChecker.Event(50 * MS, "a", "CHECK", List.of("1")),
+            new TermChecker.Event(60 * MS, "a", "LOST", List.of("1", "CLOSED")),
+            new TermChecker.Event(200 * MS, "b", "LOST", List.of("1", "CLOSED"))));
+    // key 2: a, killed, still passes a check after b's term started: never allowed
+    byKey.put(
+        "k2",
+        List.of(
+            new TermChecker.Event(0, "a", "ACQUIRED", List.of("1", "1/10")),
+            new TermChecker.Event(100 * MS, "b", "ACQUIRED", List.of("1", "1/11")),
+            new TermChecker.Event(130 * MS, "a", "CHECK", List.of("1")),
+            new TermChecker.Event(200 * MS, "b", "LOST", List.of("1", "CLOSED"))));
+
+    List<TermChecker.Violation> found =
+        TermChecker.analyseEach(byKey, Set.of("a"), (key, e) -> e.member().equals("a"));
+
+    assertThat(found)
+        .singleElement()
+        .satisfies(
+            v -> {
+              assertThat(v.text()).startsWith("k2: CHECK AFTER A NEWER TERM STARTED");
+              assertThat(v.nanos()).isEqualTo(130 * MS);
+            });
+  }
+
+  private List<TermChecker.Event> sorted() {
+    List<TermChecker.Event> copy = new ArrayList<>(timeline);
+    copy.sort(java.util.Comparator.comparingLong(TermChecker.Event::nanos));
     return copy;
   }
 }
