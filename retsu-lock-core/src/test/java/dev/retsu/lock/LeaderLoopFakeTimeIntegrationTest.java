@@ -187,10 +187,34 @@ class LeaderLoopFakeTimeIntegrationTest {
 
   @Test
   void stepDownBackoffDoublesUpToTheMaximum(TestDatabase db) {
-    FakeTime time = new FakeTime();
+    LockKey key = TestKeys.next();
+    FakeTime time =
+        new FakeTime() {
+          @Override
+          void onWait(Duration d) {
+            // The simulated backoff passes at once, but the server frees the ended session's lock
+            // in real time: wait for that, as the backoff's real seconds would have. Otherwise the
+            // next attempt may find the dying backend still holding it (HELD_ELSEWHERE, a jittered
+            // wait), a race this test is not about. (Only the loop's own waits: the watchdog's
+            // run while the lock is held.)
+            if (Thread.currentThread().getName().contains("watchdog")) {
+              return;
+            }
+            await()
+                .atMost(WITHIN)
+                .until(
+                    () ->
+                        db.queryInts(
+                                "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted"
+                                    + " AND "
+                                    + key.pgLocksPredicate("pg_locks"),
+                                TestKeys.lockArguments(key))
+                            .isEmpty());
+          }
+        };
     RecordingListener l = new RecordingListener();
     LeaderLoop loop =
-        simulated(db, TestKeys.next(), time)
+        simulated(db, key, time)
             .failurePolicy(FailurePolicy.STEP_DOWN)
             .retryInterval(Duration.ofSeconds(15))
             .maxBackoff(Duration.ofSeconds(60))
