@@ -341,24 +341,29 @@ final class GroupSession implements Runnable {
     return b;
   }
 
-  /** Session 0 holds the member's slot in the group's membership namespace. */
+  /**
+   * Session 0 holds the member's slot in the group's membership namespace: the first free one of
+   * {@link LeaderGroup#MAX_MEMBERS}, scanned from a random start so that members joining at once
+   * rarely try the same slots.
+   */
   private void takeMembership(Live l) throws SQLException {
-    for (int attempt = 0; attempt < 16; attempt++) {
-      int slot = RANDOM.nextInt(Integer.MAX_VALUE);
-      try (PreparedStatement ps = l.conn.prepareStatement(GroupSql.takeMembership())) {
-        ps.setInt(1, group.membershipNamespace());
-        ps.setInt(2, slot);
-        try (ResultSet rs = ps.executeQuery()) {
-          rs.next();
-          if (rs.getBoolean(1)) {
-            membershipSlot = slot;
-            return;
-          }
+    try (PreparedStatement ps = l.conn.prepareStatement(GroupSql.takeMembership())) {
+      ps.setInt(1, RANDOM.nextInt(LeaderGroup.MAX_MEMBERS));
+      ps.setInt(2, LeaderGroup.MAX_MEMBERS);
+      ps.setInt(3, LeaderGroup.MAX_MEMBERS);
+      ps.setInt(4, group.membershipNamespace());
+      try (ResultSet rs = ps.executeQuery()) {
+        if (rs.next()) {
+          membershipSlot = rs.getInt(1);
+          return;
         }
       }
     }
     throw new AdvisoryLockException(
-        "No free membership slot after 16 random tries " + context,
+        "The group already has "
+            + LeaderGroup.MAX_MEMBERS
+            + " members, the most one group can have; this member cannot join "
+            + context,
         group.groupKey(),
         settings.candidateId(),
         null);
@@ -981,12 +986,15 @@ final class GroupSession implements Runnable {
       return a == null ? null : (Integer[]) a.getArray();
     }
 
-    /** Worker: the group's member slots, one pg_locks read; null if it failed. */
+    /** Worker: the group's member slots, one probe per slot; null if it failed. */
     long[] members() {
       io.lock();
       try (PreparedStatement ps = conn.prepareStatement(GroupSql.members())) {
         long start = time.nanoTime();
-        ps.setInt(1, group.membershipNamespace());
+        ps.setInt(1, LeaderGroup.MAX_MEMBERS);
+        ps.setInt(2, (int) membershipSlot); // -1 before this member holds one
+        ps.setInt(3, group.membershipNamespace());
+        ps.setInt(4, group.membershipNamespace());
         Long[] slots;
         try (ResultSet rs = ps.executeQuery()) {
           rs.next();

@@ -122,19 +122,29 @@ final class GroupSql {
         + THIS_DATABASE;
   }
 
-  /** Takes one membership slot: locked. Binds: group namespace (int4), slot (int4). */
+  /**
+   * Takes the first free membership slot, scanning the {@code slots} slots from {@code start} round
+   * the ring, one exclusive try per slot until one succeeds (LIMIT 1 stops the scan there): the
+   * slot taken, or no row when every slot is held. Binds: start, slots, slots, group namespace
+   * (int4).
+   */
   static String takeMembership() {
-    return "SELECT pg_catalog.pg_try_advisory_lock(?::int4, ?::int4)";
+    return "SELECT s.slot FROM (SELECT ((?::int4 + g) % ?::int4)::int4 AS slot FROM"
+        + " pg_catalog.generate_series(0, ?::int4 - 1) g) s WHERE"
+        + " pg_catalog.pg_try_advisory_lock(?::int4, s.slot) LIMIT 1";
   }
 
   /**
-   * The members of a group, one {@code pg_locks} read: the slots (objid) of the granted membership
-   * locks in the group's namespace, ascending. Binds: group namespace (int4).
+   * The members of a group: the held slots, ascending, found by a shared-mode try on each slot
+   * (taken and given back at once when the slot is free, refused when a member holds it). The cost
+   * is one lock-table probe per slot, whatever the number of locks on the server; the former {@code
+   * pg_locks} read copied the whole lock table. The caller's own slot is named, because a session's
+   * own lock never refuses it. Binds: slots (int4), own slot (int4), group namespace (int4) twice.
    */
   static String members() {
-    return "SELECT coalesce(pg_catalog.array_agg(l.objid::int8 ORDER BY l.objid), '{}') FROM"
-        + " pg_catalog.pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2"
-        + " AND l.classid = ?::int4::oid AND l.database = "
-        + THIS_DATABASE;
+    return "SELECT coalesce(pg_catalog.array_agg(s::int8 ORDER BY s), '{}') FROM"
+        + " pg_catalog.generate_series(0, ?::int4 - 1) s WHERE s = ?::int4 OR NOT"
+        + " (pg_catalog.pg_try_advisory_lock_shared(?::int4, s) AND"
+        + " pg_catalog.pg_advisory_unlock_shared(?::int4, s))";
   }
 }

@@ -102,18 +102,19 @@ import org.slf4j.LoggerFactory;
  * <h2>Fair spread and membership</h2>
  *
  * Each member holds one advisory lock in the group's membership namespace ({@code (ns, slot)} with
- * {@code ns} the first 4 bytes of SHA-256("retsu-lock-group:" + name) and a random slot) on its
- * first session. Every {@code membershipInterval} (default 2 s) it reads the group's membership
- * locks (one {@code pg_locks} read per member per interval; 0.3 ms with few locks on the server, ~6
- * ms at 10,000) and rebalances: with {@code M} members each holds at most {@code ceil(N / M)}; a
- * member above it yields the surplus gracefully, a member below it tries free keys, preferring its
- * own range of the key list so members rarely contend. See {@code Rebalancer} and the README for
- * the bounds: a key freed by a crash, a leave or a yield is taken within about one interval, a
- * joining member is balanced within about two. After a server restart every member's sessions come
- * back one by one: a member whose membership session was opened again plans with no fewer members
- * than it saw before for {@code heartbeatInterval + reconnectInterval + membershipInterval}, and
- * rebalances as soon as all its sessions are open, so each takes its own share of the freed keys
- * rather than the first one back taking most of them.
+ * {@code ns} the first 4 bytes of SHA-256("retsu-lock-group:" + name) and a slot of {@link
+ * #MAX_MEMBERS}) on its first session. Every {@code membershipInterval} (default 2 s) it reads the
+ * group's membership with one statement that probes each slot in shared mode (a free slot is taken
+ * and given back at once, a held one refuses), whatever the number of locks on the server, and
+ * rebalances: with {@code M} members each holds at most {@code ceil(N / M)}; a member above it
+ * yields the surplus gracefully, a member below it tries free keys, preferring its own range of the
+ * key list so members rarely contend. See {@code Rebalancer} and the README for the bounds: a key
+ * freed by a crash, a leave or a yield is taken within about one interval, a joining member is
+ * balanced within about two. After a server restart every member's sessions come back one by one: a
+ * member whose membership session was opened again plans with no fewer members than it saw before
+ * for {@code heartbeatInterval + reconnectInterval + membershipInterval}, and rebalances as soon as
+ * all its sessions are open, so each takes its own share of the freed keys rather than the first
+ * one back taking most of them.
  *
  * <p>Every member must be built with the same name and the same keys in the same order.
  * Thread-safe.
@@ -125,6 +126,13 @@ public final class LeaderGroup implements AutoCloseable {
 
   /** The most sessions per member: 16. */
   public static final int MAX_SESSIONS = 16;
+
+  /**
+   * The most members of one group: 256. Each member holds one of 256 membership slots, and reading
+   * the membership probes each slot once (no {@code pg_locks} read), so its cost does not grow with
+   * the number of locks on the server.
+   */
+  public static final int MAX_MEMBERS = 256;
 
   /** The most keys in one group: 100,000. */
   public static final int MAX_KEYS = 100_000;

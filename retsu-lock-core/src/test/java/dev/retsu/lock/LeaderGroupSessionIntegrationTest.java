@@ -1,6 +1,7 @@
 package dev.retsu.lock;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import dev.retsu.lock.testing.PostgresExtension;
@@ -113,6 +114,64 @@ class LeaderGroupSessionIntegrationTest {
         .atMost(Duration.ofSeconds(5))
         .until(() -> !lastQuery(db, pid).contains("pg_locks"));
     assertThat(g.heldCount()).isEqualTo(4);
+  }
+
+  /**
+   * Membership is read by probing the 256 slots in shared mode, not from {@code pg_locks}: the
+   * count is right (the reader's own slot included, a closed member gone), and the statement a
+   * member's first session runs for it names no {@code pg_locks}.
+   */
+  @Test
+  void membersAreCountedByProbingTheSlotsNotByReadingPgLocks(TestDatabase db) throws Exception {
+    String name = "members-" + TestKeys.nextValue();
+    List<LockKey> keys = keys(6);
+    List<LeaderGroup> three = new ArrayList<>();
+    for (String id : List.of("m1", "m2", "m3")) {
+      LeaderGroup g =
+          track(
+              LeaderGroup.builder(db.dataSource(), name, keys)
+                  .candidateId(id)
+                  .sessions(1)
+                  .membershipInterval(Duration.ofMillis(100))
+                  .build());
+      g.start(ctx -> {});
+      three.add(g);
+    }
+    await()
+        .atMost(WITHIN)
+        .until(() -> three.stream().allMatch(g -> g.members() == 3 && g.heldCount() == 2));
+    LeaderGroup first = three.get(0);
+    int pid = first.sessionPid(first.heldKeys().get(0)).orElseThrow(); // its only session
+    // The membership read is what this session runs most (every 100 ms); it probes the slots.
+    await().atMost(WITHIN).until(() -> lastQuery(db, pid).contains("pg_try_advisory_lock_shared"));
+    assertThat(lastQuery(db, pid)).contains("generate_series").doesNotContain("pg_locks");
+
+    three.get(2).close();
+
+    await().atMost(WITHIN).until(() -> three.get(0).members() == 2 && three.get(1).members() == 2);
+  }
+
+  /** The 257th member of a group fails to start, naming the limit. */
+  @Test
+  void aGroupWithEveryMembershipSlotHeldRefusesOneMoreMember(TestDatabase db) throws Exception {
+    String name = "full-" + TestKeys.nextValue();
+    LeaderGroup g =
+        LeaderGroup.builder(db.dataSource(), name, keys(2)).candidateId("late").sessions(1).build();
+    groups.add(g);
+    try (Connection filler = db.connect();
+        Statement s = filler.createStatement()) {
+      // Someone holds every slot (as 256 members would).
+      s.execute(
+          "SELECT pg_advisory_lock("
+              + g.membershipNamespace()
+              + ", x) FROM generate_series(0, "
+              + (LeaderGroup.MAX_MEMBERS - 1)
+              + ") x");
+      assertThatThrownBy(() -> g.start(ctx -> {}))
+          .isInstanceOf(AdvisoryLockException.class)
+          .hasMessageContaining("already has 256 members");
+      assertThat(g.state()).isEqualTo(LeaderGroup.State.FAILED);
+    }
   }
 
   private static String lastQuery(TestDatabase db, int pid) throws java.sql.SQLException {
