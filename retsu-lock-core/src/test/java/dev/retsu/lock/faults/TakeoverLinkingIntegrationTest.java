@@ -8,9 +8,8 @@ import dev.retsu.lock.AdvisoryLockLease;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.TestKeys;
 import dev.retsu.lock.testing.PostgresExtension;
+import dev.retsu.lock.testing.ProcessOutput;
 import dev.retsu.lock.testing.TestDatabase;
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -58,22 +57,7 @@ class TakeoverLinkingIntegrationTest {
             .redirectError(ProcessBuilder.Redirect.DISCARD)
             .start();
     try {
-      Thread reader =
-          new Thread(
-              () -> {
-                try (BufferedReader in =
-                    new BufferedReader(
-                        new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8))) {
-                  for (String l = in.readLine(); l != null; l = in.readLine()) {
-                    lines.add(l);
-                  }
-                } catch (java.io.IOException e) {
-                  lines.add("READ-FAILED " + e);
-                }
-              },
-              "retsu-lock-test-child-reader");
-      reader.setDaemon(true);
-      reader.start();
+      ProcessOutput.follow(child, "retsu-lock-test-child-reader", lines::add);
       // The standby's session waits for the lock on the server.
       await()
           .atMost(WITHIN)
