@@ -171,6 +171,11 @@ public final class SessionTerminator {
       return java.lang.reflect.Modifier.isPublic(m.getDeclaringClass().getModifiers()) ? m : null;
     } catch (NoSuchMethodException e) {
       return null;
+    } catch (LinkageError | SecurityException e) {
+      // A public method of the class names a type that is not on the class path: no eviction
+      // through it; the session is still ended by closing or aborting it.
+      LOG.debug("Cannot look up {}.{}: {}", type.getName(), name, e.toString());
+      return null;
     }
   }
 
