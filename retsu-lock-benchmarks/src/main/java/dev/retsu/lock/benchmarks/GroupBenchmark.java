@@ -566,28 +566,15 @@ final class GroupBenchmark {
 
   private Rest measure(ServerState idle) throws SQLException, InterruptedException {
     try (Connection c = env.connect()) {
-      long calls0 = env.statementsExtension ? ServerProbe.statementCalls(c) : 0;
-      double cpu0 = ServerProbe.serverCpuSeconds(env.postmasterPid());
-      long t0 = System.nanoTime();
-      Thread.sleep(window.toMillis());
-      long calls1 = env.statementsExtension ? ServerProbe.statementCalls(c) : 0;
-      double cpu1 = ServerProbe.serverCpuSeconds(env.postmasterPid());
-      double seconds = (System.nanoTime() - t0) / 1e9;
-      int connections;
-      try (Statement s = c.createStatement();
-          ResultSet rs =
-              s.executeQuery(
-                  "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE"
-                      + " 'retsu-lock:g%'")) {
-        rs.next();
-        connections = rs.getInt(1);
-      }
+      ServerProbe.Load load =
+          ServerProbe.load(
+              env,
+              c,
+              window,
+              "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE"
+                  + " 'retsu-lock:g%'");
       return new Rest(
-          env.statementsExtension ? (calls1 - calls0) / seconds : -1,
-          cpu0 < 0 || cpu1 < 0 ? -1 : 100 * (cpu1 - cpu0) / seconds,
-          connections,
-          state(c),
-          idle);
+          load.statementsPerSecond(), load.cpuPercent(), load.connections(), state(c), idle);
     }
   }
 

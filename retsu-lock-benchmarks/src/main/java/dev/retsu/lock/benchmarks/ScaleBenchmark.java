@@ -10,9 +10,7 @@ import dev.retsu.lock.LeaderLoopBuilder;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.Term;
 import java.sql.Connection;
-import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -112,7 +110,7 @@ final class ScaleBenchmark {
       long settle = (System.nanoTime() - t0) / 1_000_000;
       // let the first round of attempts (all at start) pass before measuring the steady state
       Thread.sleep(Math.min(retry.toMillis() + 1000, 16_000));
-      Measured m = measure();
+      ServerProbe.Load m = measure();
       String terms = leaders.get() == 1 ? "" : leaders.get() + " terms during the run; ";
       Duration slowestClose = closeAll(loops);
       loops.clear();
@@ -125,9 +123,9 @@ final class ScaleBenchmark {
                   : "POLL, retry " + retry.toSeconds() + " s, attempts through one pool of 16"),
           n,
           1,
-          m.statementsPerSecond,
-          m.cpuPercent,
-          m.connections,
+          m.statementsPerSecond(),
+          m.cpuPercent(),
+          m.connections(),
           settle,
           note);
     } finally {
@@ -255,15 +253,15 @@ final class ScaleBenchmark {
           break;
         }
         Thread.sleep(3000);
-        Measured m = measure();
+        ServerProbe.Load m = measure();
         results.add(
             new Result(
                 target + " keys x 2 candidates (driven, POLL defaults)",
                 2 * target,
                 target,
-                m.statementsPerSecond,
-                m.cpuPercent,
-                m.connections,
+                m.statementsPerSecond(),
+                m.cpuPercent(),
+                m.connections(),
                 settle,
                 failures.get() > 0 ? failures.get() + " failed round trips" : ""));
       }
@@ -359,30 +357,14 @@ final class ScaleBenchmark {
     }
   }
 
-  private record Measured(double statementsPerSecond, double cpuPercent, int connections) {}
-
-  private Measured measure() throws SQLException, InterruptedException {
+  private ServerProbe.Load measure() throws SQLException, InterruptedException {
     try (Connection c = env.connect()) {
-      long calls0 = env.statementsExtension ? ServerProbe.statementCalls(c) : 0;
-      double cpu0 = ServerProbe.serverCpuSeconds(env.postmasterPid());
-      long t0 = System.nanoTime();
-      Thread.sleep(window.toMillis());
-      long calls1 = env.statementsExtension ? ServerProbe.statementCalls(c) : 0;
-      double cpu1 = ServerProbe.serverCpuSeconds(env.postmasterPid());
-      double seconds = (System.nanoTime() - t0) / 1e9;
-      int connections;
-      try (Statement s = c.createStatement();
-          ResultSet rs =
-              s.executeQuery(
-                  "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-                      + " AND pid <> pg_backend_pid()")) {
-        rs.next();
-        connections = rs.getInt(1);
-      }
-      return new Measured(
-          env.statementsExtension ? (calls1 - calls0) / seconds : -1,
-          cpu0 < 0 || cpu1 < 0 ? -1 : 100 * (cpu1 - cpu0) / seconds,
-          connections);
+      return ServerProbe.load(
+          env,
+          c,
+          window,
+          "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+              + " AND pid <> pg_backend_pid()");
     }
   }
 

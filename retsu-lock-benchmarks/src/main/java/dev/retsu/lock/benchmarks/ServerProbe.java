@@ -8,6 +8,7 @@ import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -21,6 +22,40 @@ final class ServerProbe {
   private static final long TICKS_PER_SECOND = 100; // USER_HZ on Linux
 
   private ServerProbe() {}
+
+  /**
+   * What the server spent over one window at rest.
+   *
+   * @param statementsPerSecond pg_stat_statements calls per second, -1 without the extension
+   * @param cpuPercent server CPU in % of one core, -1 when the server is not a local process
+   * @param connections the count {@code connectionsSql} gave at the end of the window
+   */
+  record Load(double statementsPerSecond, double cpuPercent, int connections) {}
+
+  /**
+   * Measures statements/s and server CPU over {@code window} on {@code c}, then counts connections
+   * with {@code connectionsSql} (a {@code SELECT count(*)}).
+   */
+  static Load load(BenchEnv env, Connection c, Duration window, String connectionsSql)
+      throws SQLException, InterruptedException {
+    long calls0 = env.statementsExtension ? statementCalls(c) : 0;
+    double cpu0 = serverCpuSeconds(env.postmasterPid());
+    long t0 = System.nanoTime();
+    Thread.sleep(window.toMillis()); // the window itself: the server is measured, not awaited
+    long calls1 = env.statementsExtension ? statementCalls(c) : 0;
+    double cpu1 = serverCpuSeconds(env.postmasterPid());
+    double seconds = (System.nanoTime() - t0) / 1e9;
+    int connections;
+    try (Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery(connectionsSql)) {
+      rs.next();
+      connections = rs.getInt(1);
+    }
+    return new Load(
+        env.statementsExtension ? (calls1 - calls0) / seconds : -1,
+        cpu0 < 0 || cpu1 < 0 ? -1 : 100 * (cpu1 - cpu0) / seconds,
+        connections);
+  }
 
   static void resetStatements(Connection c) throws SQLException {
     try (Statement s = c.createStatement()) {

@@ -9,11 +9,11 @@ import dev.retsu.lock.LockKey;
 import dev.retsu.lock.LossReason;
 import dev.retsu.lock.TakeoverMode;
 import dev.retsu.lock.Term;
+import dev.retsu.lock.testing.ChildJvm;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -133,13 +133,9 @@ public final class FaultCandidate {
    * @return the command
    */
   static List<String> javaCommand(List<String> options, Class<?> main, String... arguments) {
-    List<String> command = new ArrayList<>();
-    command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    command.addAll(List.of("-Xmx96m", "-XX:TieredStopAtLevel=1"));
-    command.addAll(options);
-    command.addAll(List.of("-cp", System.getProperty("java.class.path"), main.getName()));
-    command.addAll(List.of(arguments));
-    return command;
+    List<String> jvm = new ArrayList<>(List.of("-Xmx96m", "-XX:TieredStopAtLevel=1"));
+    jvm.addAll(options);
+    return ChildJvm.javaCommand(jvm, main, List.of(arguments));
   }
 
   /**

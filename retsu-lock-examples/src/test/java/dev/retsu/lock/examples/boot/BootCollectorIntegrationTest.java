@@ -4,18 +4,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.retsu.lock.examples.http.ManagementServer;
+import dev.retsu.lock.testing.ChildJvm;
 import dev.retsu.lock.testing.PostgresExtension;
-import dev.retsu.lock.testing.ProcessOutput;
 import dev.retsu.lock.testing.TestDatabase;
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -69,7 +63,7 @@ class BootCollectorIntegrationTest {
       assertThat(a.process.waitFor(60, TimeUnit.SECONDS)).isTrue();
       await()
           .atMost(Duration.ofSeconds(10))
-          .until(() -> a.drained() && a.logged("Leadership released (CLOSED)"));
+          .until(() -> a.exitedAndDrained() && a.logged("Leadership released (CLOSED)"));
       await().atMost(Duration.ofSeconds(30)).until(() -> b.role().equals("leader"));
       await()
           .atMost(Duration.ofSeconds(30))
@@ -114,67 +108,36 @@ class BootCollectorIntegrationTest {
   }
 
   /** One Boot collector JVM, launched from the test class path. */
-  static final class BootProcess implements AutoCloseable {
-    final String name;
+  static final class BootProcess extends ChildJvm {
     final int port;
-    final Process process;
-    private final List<String> lines = new CopyOnWriteArrayList<>();
-    private final Thread reader;
 
-    private BootProcess(String name, int port, Process process) {
-      this.name = name;
+    private BootProcess(String name, int port, ProcessBuilder builder) {
+      super(name, builder);
       this.port = port;
-      this.process = process;
-      this.reader =
-          ProcessOutput.follow(
-              process,
-              "retsu-lock-boot-test-" + name,
-              line -> {
-                System.out.println("[" + name + "] " + line);
-                lines.add(line);
-              });
     }
 
     static BootProcess start(TestDatabase db, String name, String takeover) {
       int port = freePort();
-      List<String> cmd =
-          new ArrayList<>(
-              List.of(
-                  Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                  "-Xmx192m",
-                  "-XX:+UseSerialGC",
-                  "-XX:TieredStopAtLevel=1",
-                  "-cp",
-                  System.getProperty("java.class.path"),
-                  BootCollectorApplication.class.getName(),
-                  "--server.port=" + port,
-                  "--server.address=127.0.0.1",
-                  "--spring.datasource.url=" + db.jdbcUrl(),
-                  "--spring.datasource.username=" + db.user(),
-                  "--spring.datasource.password=" + db.password(),
-                  "--retsu.lock.candidate-id=" + name,
-                  "--retsu.lock.leaders.queue-state.refresh-interval=500ms",
-                  "--retsu.lock.leaders.queue-state.retry-interval=500ms",
-                  "--retsu.lock.leaders.queue-state.takeover=" + takeover,
-                  "--examples.boot.work-interval=50ms",
-                  "--spring.main.banner-mode=off"));
-      ProcessBuilder pb = new ProcessBuilder(cmd);
+      ProcessBuilder pb =
+          new ProcessBuilder(
+              javaCommand(
+                  List.of("-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"),
+                  BootCollectorApplication.class,
+                  List.of(
+                      "--server.port=" + port,
+                      "--server.address=127.0.0.1",
+                      "--spring.datasource.url=" + db.jdbcUrl(),
+                      "--spring.datasource.username=" + db.user(),
+                      "--spring.datasource.password=" + db.password(),
+                      "--retsu.lock.candidate-id=" + name,
+                      "--retsu.lock.leaders.queue-state.refresh-interval=500ms",
+                      "--retsu.lock.leaders.queue-state.retry-interval=500ms",
+                      "--retsu.lock.leaders.queue-state.takeover=" + takeover,
+                      "--examples.boot.work-interval=50ms",
+                      "--spring.main.banner-mode=off")));
       pb.environment()
           .put("RETSU_EXAMPLES__PARENT_PID", Long.toString(ProcessHandle.current().pid()));
-      pb.redirectErrorStream(true);
-      try {
-        return new BootProcess(name, port, pb.start());
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
-    }
-
-    static int freePort() {
-      try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-        return s.getLocalPort();
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
+      return new BootProcess(name, port, pb);
     }
 
     String get(String path) {
@@ -194,28 +157,6 @@ class BootCollectorIntegrationTest {
     String role() {
       Matcher m = Pattern.compile("\"role\":\"([a-z-]+)\"").matcher(health());
       return m.find() ? m.group(1) : "";
-    }
-
-    /** Whether the process exited and its output has been read to the end. */
-    boolean drained() {
-      return !process.isAlive() && !reader.isAlive();
-    }
-
-    boolean logged(String fragment) {
-      return lines.stream().anyMatch(l -> l.contains(fragment));
-    }
-
-    @Override
-    public void close() {
-      if (process.isAlive()) {
-        process.destroyForcibly();
-      }
-      try {
-        process.waitFor(20, TimeUnit.SECONDS);
-        reader.join(2000);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
     }
   }
 }
