@@ -46,7 +46,8 @@ class ApiFuzzTest {
     return r.nextInt(20) == 0 ? null : sb.toString();
   }
 
-  private static Duration randomDuration(Random r) {
+  /** Shared with {@link GroupApiFuzzTest}. */
+  static Duration randomDuration(Random r) {
     return switch (r.nextInt(7)) {
       case 0 -> null;
       case 1 -> Duration.ZERO;
@@ -58,7 +59,8 @@ class ApiFuzzTest {
     };
   }
 
-  private static void expectCleanOutcome(Runnable call, String parameter) {
+  /** Shared with {@link GroupApiFuzzTest}. */
+  static void expectCleanOutcome(Runnable call, String parameter) {
     try {
       call.run();
     } catch (NullPointerException | IllegalArgumentException | IllegalStateException e) {

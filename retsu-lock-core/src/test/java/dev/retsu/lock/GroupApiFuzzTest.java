@@ -1,7 +1,6 @@
 package dev.retsu.lock;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.fail;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -22,28 +21,6 @@ class GroupApiFuzzTest {
   private static final long SEED = Long.getLong("retsu.fuzz.seed", 42L);
   private static final int ROUNDS = 2000;
 
-  private static Duration randomDuration(Random r) {
-    return switch (r.nextInt(7)) {
-      case 0 -> null;
-      case 1 -> Duration.ZERO;
-      case 2 -> Duration.ofNanos(-1 - r.nextInt(1000));
-      case 3 -> Duration.ofSeconds(Long.MAX_VALUE / 2);
-      case 4 -> Duration.ofNanos(1 + r.nextInt(1000));
-      case 5 -> Duration.ofMillis(r.nextInt(100_000));
-      default -> Duration.ofDays(r.nextInt(100));
-    };
-  }
-
-  private static void expectCleanOutcome(Runnable call, String parameter) {
-    try {
-      call.run();
-    } catch (NullPointerException | IllegalArgumentException | IllegalStateException e) {
-      assertThat(e.getMessage()).as("message of %s", e).isNotNull().containsIgnoringCase(parameter);
-    } catch (RuntimeException e) {
-      fail("unexpected " + e + " for " + parameter, e);
-    }
-  }
-
   @Test
   void groupOptions() {
     Random r = new Random(SEED + 7);
@@ -59,7 +36,7 @@ class GroupApiFuzzTest {
     };
     String[] ints = {"sessions", "batchSize"};
     for (int i = 0; i < ROUNDS; i++) {
-      Duration d = randomDuration(r);
+      Duration d = ApiFuzzTest.randomDuration(r);
       int which = r.nextInt(durations.length);
       Consumer<Duration> option =
           switch (which) {
@@ -73,14 +50,14 @@ class GroupApiFuzzTest {
             case 7 -> b::reconnectInterval;
             default -> b::closeTimeout;
           };
-      expectCleanOutcome(() -> option.accept(d), durations[which]);
+      ApiFuzzTest.expectCleanOutcome(() -> option.accept(d), durations[which]);
       int n = r.nextInt(5) == 0 ? r.nextInt() : r.nextInt(40) - 5;
       int w = r.nextInt(ints.length);
       IntConsumer intOption = w == 0 ? b::sessions : b::batchSize;
-      expectCleanOutcome(() -> intOption.accept(n), ints[w]);
-      expectCleanOutcome(
+      ApiFuzzTest.expectCleanOutcome(() -> intOption.accept(n), ints[w]);
+      ApiFuzzTest.expectCleanOutcome(
           () -> b.listener(r.nextBoolean() ? null : LeaderListener.NO_OP), "listener");
-      expectCleanOutcome(
+      ApiFuzzTest.expectCleanOutcome(
           () -> {
             try {
               b.build().close();

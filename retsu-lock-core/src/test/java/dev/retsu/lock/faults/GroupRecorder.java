@@ -3,6 +3,7 @@ package dev.retsu.lock.faults;
 import static org.awaitility.Awaitility.await;
 
 import dev.retsu.lock.LeaderContext;
+import dev.retsu.lock.LeaderGroup;
 import dev.retsu.lock.LeaderListener;
 import dev.retsu.lock.LeaderTask;
 import dev.retsu.lock.LockKey;
@@ -18,6 +19,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -412,5 +414,24 @@ final class GroupRecorder {
       }
     }
     return analyse(Set.of()).violations();
+  }
+
+  /**
+   * Whether every one of {@code keys} keys is held by exactly one of the members, each within its
+   * fair share ({@code ceil(keys / members)}).
+   */
+  static boolean balanced(int keys, Collection<LeaderGroup> members) {
+    int quota = (keys + members.size() - 1) / members.size();
+    Set<LockKey> all = new HashSet<>();
+    int sum = 0;
+    for (LeaderGroup g : members) {
+      List<LockKey> held = g.heldKeys();
+      if (held.size() > quota) {
+        return false;
+      }
+      all.addAll(held);
+      sum += held.size();
+    }
+    return all.size() == keys && sum == keys;
   }
 }

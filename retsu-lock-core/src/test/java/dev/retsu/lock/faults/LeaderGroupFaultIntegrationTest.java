@@ -18,7 +18,6 @@ import dev.retsu.lock.testing.TestDatabase;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumSet;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Optional;
 import java.util.Random;
@@ -126,24 +125,9 @@ class LeaderGroupFaultIntegrationTest {
     }
   }
 
-  private static boolean balanced(List<LeaderGroup> members) {
-    int quota = (N + members.size() - 1) / members.size();
-    Set<LockKey> all = new HashSet<>();
-    int sum = 0;
-    for (LeaderGroup g : members) {
-      List<LockKey> held = g.heldKeys();
-      if (held.size() > quota) {
-        return false;
-      }
-      all.addAll(held);
-      sum += held.size();
-    }
-    return all.size() == N && sum == N;
-  }
-
   /** The members are balanced and every key has run its task on its owner. */
   private void settled(List<LeaderGroup> members) {
-    await().atMost(WITHIN).until(() -> balanced(members));
+    await().atMost(WITHIN).until(() -> GroupRecorder.balanced(N, members));
     rec.awaitEffects(keys, 1, WITHIN);
   }
 
@@ -266,7 +250,9 @@ class LeaderGroupFaultIntegrationTest {
         scenario,
         round,
         "partition@" + where,
-        () -> !lossesOfStruck("a", victim, struck).contains(null) && balanced(living));
+        () ->
+            !lossesOfStruck("a", victim, struck).contains(null)
+                && GroupRecorder.balanced(N, living));
     if (where != Where.CLOSE) {
       assertThat(lossesOfStruck("a", victim, struck)).isNotEmpty(); // at least the phase's key
     }
@@ -313,7 +299,7 @@ class LeaderGroupFaultIntegrationTest {
         round,
         "restart-" + mode + "@" + where,
         () ->
-            balanced(living)
+            GroupRecorder.balanced(N, living)
                 && keys.stream()
                     .allMatch(
                         k ->
@@ -369,10 +355,10 @@ class LeaderGroupFaultIntegrationTest {
       }
       rec.strike(new Strike(round, "storm-" + where, at, false, leaving.candidateId(), null));
       if (step % 2 == 1) {
-        await().atMost(WITHIN).until(() -> balanced(live));
+        await().atMost(WITHIN).until(() -> GroupRecorder.balanced(N, live));
       }
     }
-    await().atMost(WITHIN).until(() -> balanced(live));
+    await().atMost(WITHIN).until(() -> GroupRecorder.balanced(N, live));
     closed();
     assertThat(rec.lost.stream().map(GroupRecorder.Lost::reason).distinct())
         .containsOnly(LossReason.CLOSED);

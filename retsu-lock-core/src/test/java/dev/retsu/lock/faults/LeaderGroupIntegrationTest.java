@@ -88,21 +88,6 @@ class LeaderGroupIntegrationTest {
     return g;
   }
 
-  /** Every key held by exactly one of the groups, each within its fair share. */
-  private static boolean balanced(int quota, LeaderGroup... members) {
-    Set<LockKey> all = new HashSet<>();
-    int sum = 0;
-    for (LeaderGroup g : members) {
-      List<LockKey> held = g.heldKeys();
-      if (held.size() > quota) {
-        return false;
-      }
-      all.addAll(held);
-      sum += held.size();
-    }
-    return all.size() == N && sum == N;
-  }
-
   /** Holder pid of each key right now, read from pg_locks. */
   private Map<LockKey, List<Integer>> holders(TestDatabase db) throws SQLException {
     Map<LockKey, List<Integer>> out = new HashMap<>();
@@ -133,7 +118,7 @@ class LeaderGroupIntegrationTest {
     LeaderGroup a = start(member(db, "a"), "a");
     LeaderGroup b = start(member(db, "b"), "b");
     LeaderGroup c = start(member(db, "c"), "c");
-    await().atMost(WITHIN).until(() -> balanced(20, a, b, c));
+    await().atMost(WITHIN).until(() -> GroupRecorder.balanced(N, List.of(a, b, c)));
     assertThat(a.members()).isEqualTo(3);
     for (List<Integer> pids : holders(db).values()) {
       assertThat(pids).hasSize(1);
@@ -148,7 +133,7 @@ class LeaderGroupIntegrationTest {
             rec.lost.stream().filter(l -> l.member().equals("c")).map(GroupRecorder.Lost::reason))
         .hasSize(ofC.size())
         .containsOnly(LossReason.CLOSED);
-    await().atMost(WITHIN).until(() -> balanced(30, a, b));
+    await().atMost(WITHIN).until(() -> GroupRecorder.balanced(N, List.of(a, b)));
     assertThat(a.rebalances() + b.rebalances() + c.rebalances()).isPositive();
     assertSafe(Set.of());
   }
@@ -160,7 +145,7 @@ class LeaderGroupIntegrationTest {
     await().atMost(WITHIN).until(() -> a.heldCount() == N);
     long joined = System.nanoTime();
     LeaderGroup b = start(member(db, "b"), "b");
-    await().atMost(WITHIN).until(() -> balanced(30, a, b));
+    await().atMost(WITHIN).until(() -> GroupRecorder.balanced(N, List.of(a, b)));
     Duration took = Duration.ofNanos(System.nanoTime() - joined);
     // The documented bound: two membership intervals (+10 % jitter each) and the round trips.
     assertThat(took).isLessThan(MEMBERSHIP.multipliedBy(4).plusSeconds(2));
@@ -180,7 +165,7 @@ class LeaderGroupIntegrationTest {
     setUp(info);
     LeaderGroup a = start(member(db, "a"), "a");
     LeaderGroup b = start(member(db, "b"), "b");
-    await().atMost(WITHIN).until(() -> balanced(30, a, b));
+    await().atMost(WITHIN).until(() -> GroupRecorder.balanced(N, List.of(a, b)));
     Map<Integer, List<LockKey>> byPid = new HashMap<>();
     Map<LockKey, Long> termOf = new HashMap<>();
     for (LockKey k : a.heldKeys()) {
@@ -211,7 +196,7 @@ class LeaderGroupIntegrationTest {
         assertThat(a.currentTerm(k).orElseThrow().number()).isEqualTo(termOf.get(k));
       }
     }
-    await().atMost(WITHIN).until(() -> balanced(30, a, b));
+    await().atMost(WITHIN).until(() -> GroupRecorder.balanced(N, List.of(a, b)));
     Set<String> faulted = new HashSet<>();
     for (LockKey k : victimKeys) {
       faulted.add(k + "|a#" + termOf.get(k));
@@ -250,7 +235,7 @@ class LeaderGroupIntegrationTest {
     setUp(info);
     LeaderGroup a = start(member(db, "a"), "a");
     LeaderGroup b = start(member(db, "b"), "b");
-    await().atMost(WITHIN).until(() -> balanced(30, a, b));
+    await().atMost(WITHIN).until(() -> GroupRecorder.balanced(N, List.of(a, b)));
     await()
         .atMost(WITHIN)
         .until(
