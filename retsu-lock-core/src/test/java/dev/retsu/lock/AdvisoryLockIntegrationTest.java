@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import dev.retsu.lock.oddpool.HidingClassLoader;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
 import java.sql.Connection;
@@ -134,6 +135,19 @@ class AdvisoryLockIntegrationTest {
       javax.sql.DataSource hidden = new DelegatingDataSource(pool);
       assertReleaseEndsSession(db, hidden, pool);
     }
+  }
+
+  @Test
+  void aDataSourceWhoseMethodsNameAMissingTypeStillBuildsALockAndItsCloseEndsTheSession(
+      TestDatabase db) throws Exception {
+    // Looking up its eviction method throws NoClassDefFoundError (a public method names a type
+    // its class loader cannot find). The lock is still built, and a release still ends the
+    // session, by closing the physical connection instead of evicting.
+    javax.sql.DataSource odd = HidingClassLoader.oddPool(db.dataSource());
+    assertThatThrownBy(() -> odd.getClass().getMethod("evictConnection", Connection.class))
+        .as("the control: this data source's method lookup really fails")
+        .isInstanceOf(NoClassDefFoundError.class);
+    assertReleaseEndsSession(db, odd, db.dataSource());
   }
 
   @Test

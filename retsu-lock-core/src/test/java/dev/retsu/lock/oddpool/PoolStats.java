@@ -1,0 +1,4 @@
+package dev.retsu.lock.oddpool;
+
+/** The type a test's class loader hides from {@link OddPoolDataSource}. */
+public final class PoolStats {}
