@@ -7,11 +7,19 @@ import java.sql.SQLFeatureNotSupportedException;
 import java.util.logging.Logger;
 import javax.sql.DataSource;
 
-/** A data source wrapper that hides the pool behind it, as framework proxies do. */
-class DelegatingDataSource implements DataSource {
+/**
+ * A data source wrapper that hides the pool behind it, as framework proxies do. Public, so that a
+ * test data source loaded by another class loader can extend it.
+ */
+public class DelegatingDataSource implements DataSource {
   private final DataSource target;
 
-  DelegatingDataSource(DataSource target) {
+  /**
+   * Wraps a data source.
+   *
+   * @param target where connections come from
+   */
+  public DelegatingDataSource(DataSource target) {
     this.target = target;
   }
 

@@ -1,10 +1,7 @@
 package dev.retsu.lock.oddpool;
 
-import java.io.PrintWriter;
+import dev.retsu.lock.DelegatingDataSource;
 import java.sql.Connection;
-import java.sql.SQLException;
-import java.sql.SQLFeatureNotSupportedException;
-import java.util.logging.Logger;
 import javax.sql.DataSource;
 
 /**
@@ -13,9 +10,7 @@ import javax.sql.DataSource;
  * from the class path. Looking up any of its public methods then fails with {@code
  * NoClassDefFoundError}. Public, so that reflection sees its methods.
  */
-public final class OddPoolDataSource implements DataSource {
-
-  private final DataSource target;
+public final class OddPoolDataSource extends DelegatingDataSource {
 
   /**
    * Wraps a data source.
@@ -23,7 +18,7 @@ public final class OddPoolDataSource implements DataSource {
    * @param target where connections come from
    */
   public OddPoolDataSource(DataSource target) {
-    this.target = target;
+    super(target);
   }
 
   /**
@@ -42,50 +37,5 @@ public final class OddPoolDataSource implements DataSource {
    */
   public PoolStats stats() {
     return new PoolStats();
-  }
-
-  @Override
-  public Connection getConnection() throws SQLException {
-    return target.getConnection();
-  }
-
-  @Override
-  public Connection getConnection(String user, String password) throws SQLException {
-    return target.getConnection(user, password);
-  }
-
-  @Override
-  public PrintWriter getLogWriter() throws SQLException {
-    return target.getLogWriter();
-  }
-
-  @Override
-  public void setLogWriter(PrintWriter out) throws SQLException {
-    target.setLogWriter(out);
-  }
-
-  @Override
-  public void setLoginTimeout(int seconds) throws SQLException {
-    target.setLoginTimeout(seconds);
-  }
-
-  @Override
-  public int getLoginTimeout() throws SQLException {
-    return target.getLoginTimeout();
-  }
-
-  @Override
-  public Logger getParentLogger() throws SQLFeatureNotSupportedException {
-    return target.getParentLogger();
-  }
-
-  @Override
-  public <T> T unwrap(Class<T> iface) throws SQLException {
-    throw new SQLException("not a wrapper");
-  }
-
-  @Override
-  public boolean isWrapperFor(Class<?> iface) {
-    return false;
   }
 }
