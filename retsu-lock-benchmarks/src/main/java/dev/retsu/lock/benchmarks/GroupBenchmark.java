@@ -1,10 +1,10 @@
 package dev.retsu.lock.benchmarks;
 
 import dev.retsu.lock.LeaderGroup;
+import dev.retsu.lock.testing.ProcessOutput;
 import dev.retsu.lock.testing.TermChecker;
 import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -127,30 +127,23 @@ final class GroupBenchmark {
       this.id = id;
       this.process = process;
       this.events = events;
-      Thread reader = new Thread(this::read, "retsu-lock-bench-group-reader-" + id);
-      reader.setDaemon(true);
-      reader.start();
+      ProcessOutput.follow(process, "retsu-lock-bench-group-reader-" + id, this::accept);
     }
 
     int held() {
       return count.held();
     }
 
-    private void read() {
-      try (BufferedReader r =
-          new BufferedReader(
-              new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
-        String line;
-        while ((line = r.readLine()) != null) {
-          String[] p = line.split(" ");
-          if (p[0].equals("STARTED")) {
-            startedMicros = Long.parseLong(p[1]);
-          } else if (p[0].equals("HELD") && p.length >= 5) {
-            count = new Count(Integer.parseInt(p[2]), Integer.parseInt(p[3]), Long.parseLong(p[4]));
-          }
+    private void accept(String line) {
+      String[] p = line.split(" ");
+      try {
+        if (p[0].equals("STARTED")) {
+          startedMicros = Long.parseLong(p[1]);
+        } else if (p[0].equals("HELD") && p.length >= 5) {
+          count = new Count(Integer.parseInt(p[2]), Integer.parseInt(p[3]), Long.parseLong(p[4]));
         }
-      } catch (IOException | RuntimeException e) {
-        // the process is gone; alive() says so
+      } catch (RuntimeException e) {
+        // a line cut short as the process died; alive() says so
       }
     }
 

@@ -4,18 +4,14 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.retsu.lock.FencingToken;
+import dev.retsu.lock.testing.ChildJvm;
 import dev.retsu.lock.testing.PostgresExtension;
-import dev.retsu.lock.testing.ProcessOutput;
 import dev.retsu.lock.testing.TestDatabase;
-import java.io.IOException;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
@@ -46,7 +42,7 @@ class QuickstartIntegrationTest {
 
   @AfterEach
   void killCopies() {
-    copies.forEach(Copy::kill);
+    copies.forEach(Copy::close);
   }
 
   @Test
@@ -60,54 +56,50 @@ class QuickstartIntegrationTest {
     Copy leader = a.leading().isPresent() ? a : b;
     Copy standby = leader == a ? b : a;
     Leading first = leader.leading().orElseThrow();
-    await("the leader's job").atMost(TAKEOVER).until(() -> leader.printed("job done: "));
+    await("the leader's job").atMost(TAKEOVER).until(() -> leader.logged("job done: "));
     assertThat(db.advisoryLockHolders()).containsExactly(first.backendPid());
 
     // The standby is up; for longer than its retry interval it tries and does not lead.
-    await("the standby's loop").atMost(STARTUP).until(() -> standby.printed("Leader loop started"));
+    await("the standby's loop").atMost(STARTUP).until(() -> standby.logged("Leader loop started"));
     await("the standby standing by")
         .during(Duration.ofSeconds(6))
         .atMost(Duration.ofSeconds(20))
-        .until(() -> standby.leading().isEmpty() && !standby.printed("job done: "));
+        .until(() -> standby.leading().isEmpty() && !standby.logged("job done: "));
 
     leader.process.toHandle().destroy(); // SIGTERM, as Ctrl-C or a deployment stop
 
     await("the leader exits").atMost(TAKEOVER).until(leader::exitedAndDrained);
     assertThat(leader.process.exitValue()).as(leader.output()).isEqualTo(SIGTERM_STATUS);
-    assertThat(leader.printed("stopped leading: CLOSED")).as(leader.output()).isTrue();
+    assertThat(leader.logged("stopped leading: CLOSED")).as(leader.output()).isTrue();
     assertThat(leader.output()).doesNotContain("leader loop failed");
     await("the standby takes over").atMost(TAKEOVER).until(() -> standby.leading().isPresent());
     Leading second = standby.leading().orElseThrow();
     assertThat(second.token().isNewerThan(first.token())).as(second + " after " + first).isTrue();
-    await("its job").atMost(TAKEOVER).until(() -> standby.printed("job done: "));
+    await("its job").atMost(TAKEOVER).until(() -> standby.logged("job done: "));
     assertThat(db.advisoryLockHolders()).containsExactly(second.backendPid());
 
     standby.process.toHandle().destroy();
 
     await("the second copy exits").atMost(TAKEOVER).until(standby::exitedAndDrained);
     assertThat(standby.process.exitValue()).as(standby.output()).isEqualTo(SIGTERM_STATUS);
-    assertThat(standby.printed("stopped leading: CLOSED")).as(standby.output()).isTrue();
+    assertThat(standby.logged("stopped leading: CLOSED")).as(standby.output()).isTrue();
     assertThat(db.advisoryLockHolders()).isEmpty();
     // The hook closed the pool too: no session of either copy is left behind.
     await("no sessions left").atMost(TAKEOVER).until(() -> db.clientSessions() == 0);
   }
 
-  private Copy start(TestDatabase db, String name) throws IOException {
+  private Copy start(TestDatabase db, String name) {
     ProcessBuilder pb =
         new ProcessBuilder(
-            Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-            "-Xmx96m",
-            "-XX:+UseSerialGC",
-            "-XX:TieredStopAtLevel=1",
-            "-cp",
-            System.getProperty("java.class.path"),
-            Quickstart.class.getName());
+            ChildJvm.javaCommand(
+                List.of("-Xmx96m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"),
+                Quickstart.class,
+                List.of()));
     Map<String, String> env = pb.environment();
     env.put("RETSU_DATABASE__URL", db.jdbcUrl());
     env.put("RETSU_DATABASE__USER", db.user());
     env.put("RETSU_DATABASE__PASSWORD", db.password());
-    pb.redirectErrorStream(true);
-    Copy copy = new Copy(name, pb.start());
+    Copy copy = new Copy(name, pb);
     copies.add(copy);
     return copy;
   }
@@ -116,25 +108,14 @@ class QuickstartIntegrationTest {
   private record Leading(FencingToken token, int backendPid) {}
 
   /** A quickstart JVM and its output. */
-  private static final class Copy {
-    final Process process;
-    private final List<String> lines = new CopyOnWriteArrayList<>();
-    private final Thread reader;
+  private static final class Copy extends ChildJvm {
 
-    Copy(String name, Process process) {
-      this.process = process;
-      this.reader =
-          ProcessOutput.follow(
-              process,
-              "retsu-lock-examples-test-quickstart-" + name,
-              line -> {
-                System.out.println("[quickstart-" + name + "] " + line);
-                lines.add(line);
-              });
+    Copy(String name, ProcessBuilder builder) {
+      super("quickstart-" + name, builder);
     }
 
     Optional<Leading> leading() {
-      for (String line : lines) {
+      for (String line : lines()) {
         Matcher m = LEADING.matcher(line);
         if (m.matches()) {
           return Optional.of(
@@ -146,31 +127,8 @@ class QuickstartIntegrationTest {
       return Optional.empty();
     }
 
-    boolean printed(String fragment) {
-      return lines.stream().anyMatch(l -> l.contains(fragment));
-    }
-
     String output() {
-      return String.join("\n", lines);
-    }
-
-    /** Whether the process has exited and every line of its output has been read. */
-    boolean exitedAndDrained() throws InterruptedException {
-      if (process.isAlive()) {
-        return false;
-      }
-      reader.join(100);
-      return !reader.isAlive();
-    }
-
-    void kill() {
-      process.destroyForcibly();
-      try {
-        process.waitFor(20, TimeUnit.SECONDS);
-        reader.join(2000);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
+      return String.join("\n", lines());
     }
   }
 }
