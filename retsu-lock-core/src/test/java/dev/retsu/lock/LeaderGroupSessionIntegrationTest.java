@@ -117,6 +117,43 @@ class LeaderGroupSessionIntegrationTest {
   }
 
   /**
+   * When every session of a member ended (as in a server restart) and all are open again, the
+   * member contends for its keys at once, not at its next membership round: with a one-hour
+   * membership interval, the keys come back within seconds only through that immediate round.
+   */
+  @Test
+  void aMemberWhoseSessionsAllReopenTakesItsKeysBackAtOnceNotAtItsNextRound(TestDatabase db)
+      throws Exception {
+    LeaderGroup g =
+        track(
+            LeaderGroup.builder(db.dataSource(), "reopen-" + TestKeys.nextValue(), keys(6))
+                .candidateId("reopen")
+                .sessions(2)
+                .heartbeatInterval(Duration.ofMillis(100))
+                .reconnectInterval(Duration.ofMillis(100))
+                .membershipInterval(Duration.ofHours(1))
+                .build());
+    g.start(ctx -> ctx.ensureLeader());
+    await().atMost(WITHIN).until(() -> g.heldCount() == 6 && g.openSessions() == 2);
+    List<Integer> before =
+        db.queryInts(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = 'retsu-lock:reopen'");
+    assertThat(before).hasSize(2);
+    for (int pid : before) {
+      db.terminateBackend(pid);
+    }
+
+    await()
+        .atMost(WITHIN)
+        .until(
+            () ->
+                g.heldCount() == 6
+                    && g.keys().stream()
+                        .allMatch(
+                            k -> g.sessionPid(k).filter(p -> !before.contains(p)).isPresent()));
+  }
+
+  /**
    * Membership is read by probing the 256 slots in shared mode, not from {@code pg_locks}: the
    * count is right (the reader's own slot included, a closed member gone), and the statement a
    * member's first session runs for it names no {@code pg_locks}.
