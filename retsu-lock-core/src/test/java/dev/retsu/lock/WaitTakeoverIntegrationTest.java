@@ -6,14 +6,22 @@ import static org.awaitility.Awaitility.await;
 import dev.retsu.lock.testing.FaultProxy;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.lang.reflect.Proxy;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -124,6 +132,99 @@ class WaitTakeoverIntegrationTest {
 
     assertThat(seen.get(60, TimeUnit.SECONDS)).containsExactly("1234ms", "4321ms");
     assertThat(b.isLeader()).isTrue();
+  }
+
+  /**
+   * A waiting session has the server parse the fencing-token statement before it waits (a describe,
+   * which runs nothing), so the token's round trip at the takeover does not also pay for the
+   * statement's first parse on that backend; the failover benchmark measures what that saves.
+   */
+  @Test
+  void aWaitingSessionDescribesItsFencingTokenStatementBeforeItWaits(TestDatabase db)
+      throws Exception {
+    LockKey key = TestKeys.next();
+    AdvisoryLockLease held =
+        track(AdvisoryLock.of(db.dataSource(), key).tryAcquire().orElseThrow());
+    List<String> calls = new CopyOnWriteArrayList<>();
+    LeaderLoop b =
+        track(
+            candidate(recordingSource(db.dataSource(), calls), key, "wait-describe")
+                .takeover(TakeoverMode.WAIT)
+                .waitTimeout(Duration.ofSeconds(30))
+                .build());
+    b.start(LeaderContext::ensureLeader);
+    await().atMost(WITHIN).until(() -> calls.stream().anyMatch(c -> c.startsWith("execute wait")));
+    String session = calls.stream().filter(c -> c.startsWith("execute wait")).findFirst().get();
+    String on = session.substring(session.indexOf('@'));
+    assertThat(calls).containsSubsequence("describe token" + on, "execute wait" + on);
+    assertThat(calls).noneMatch(c -> c.startsWith("execute token")); // described, never run
+
+    held.close();
+
+    await().atMost(WITHIN).until(b::isLeader);
+    assertThat(calls)
+        .containsSubsequence("describe token" + on, "execute wait" + on, "execute token" + on);
+    assertThat(calls.stream().filter(c -> c.startsWith("execute token"))).hasSize(1);
+  }
+
+  /**
+   * Records, per session, which statements are described ({@code getMetaData()} before running) and
+   * which are run: "describe token@3", "execute wait@3". Every call reaches the real driver.
+   */
+  private static javax.sql.DataSource recordingSource(
+      javax.sql.DataSource target, List<String> calls) {
+    AtomicInteger sessions = new AtomicInteger();
+    return new DelegatingDataSource(target) {
+      @Override
+      public Connection getConnection() throws SQLException {
+        Connection real = super.getConnection();
+        String on = "@" + sessions.incrementAndGet();
+        return (Connection)
+            Proxy.newProxyInstance(
+                WaitTakeoverIntegrationTest.class.getClassLoader(),
+                new Class<?>[] {Connection.class},
+                (proxy, method, args) -> {
+                  Object result = invoke(real, method, args);
+                  if (method.getName().equals("prepareStatement")
+                      && args[0] instanceof String sql) {
+                    String kind =
+                        sql.contains("retsu-lock-fence")
+                            ? "token"
+                            : sql.contains("pg_advisory_lock(") ? "wait" : null;
+                    if (kind != null) {
+                      return recording((PreparedStatement) result, kind + on, calls);
+                    }
+                  }
+                  return result;
+                });
+      }
+    };
+  }
+
+  private static PreparedStatement recording(
+      PreparedStatement real, String what, List<String> calls) {
+    return (PreparedStatement)
+        Proxy.newProxyInstance(
+            WaitTakeoverIntegrationTest.class.getClassLoader(),
+            new Class<?>[] {PreparedStatement.class},
+            (proxy, method, args) -> {
+              switch (method.getName()) {
+                case "getMetaData" -> calls.add("describe " + what);
+                case "executeQuery", "execute" -> calls.add("execute " + what);
+                default -> {
+                  // not recorded
+                }
+              }
+              return invoke(real, method, args);
+            });
+  }
+
+  private static Object invoke(Object target, Method method, Object[] args) throws Throwable {
+    try {
+      return method.invoke(target, args);
+    } catch (InvocationTargetException e) {
+      throw e.getCause();
+    }
   }
 
   @Test
