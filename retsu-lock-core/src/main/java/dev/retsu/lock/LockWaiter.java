@@ -1,5 +1,6 @@
 package dev.retsu.lock;
 
+import dev.retsu.lock.internal.PgSession;
 import dev.retsu.lock.internal.SessionTerminator;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -101,7 +102,9 @@ final class LockWaiter implements AutoCloseable {
           statementTimeout = rs.getString(7);
         }
       }
-      describeFencingToken(conn);
+      if (PgSession.describesWithoutRunning(conn)) {
+        describeFencingToken(conn);
+      }
       if (!lock.clientKeepalives(conn)) {
         LOG.debug(
             "{} Client keepalives unavailable; a dead server is noticed after waitTimeout",
@@ -135,7 +138,8 @@ final class LockWaiter implements AutoCloseable {
    * the first statement a granted waiter runs, and on a session that never ran it the server looks
    * up every function and type it names in its catalogs, and the driver parses it for the first
    * time: in the failover benchmark that made the token's round trip at a takeover about twice as
-   * slow. Done once per waiting session.
+   * slow. Done once per waiting session, and only where a describe is known to run nothing (pgjdbc
+   * outside its simple query mode, where {@code getMetaData()} would run the statement).
    */
   private static void describeFencingToken(Connection conn) throws SQLException {
     try (PreparedStatement ps = conn.prepareStatement(SessionSql.fencingToken())) {

@@ -27,6 +27,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.postgresql.ds.PGSimpleDataSource;
+import org.postgresql.jdbc.PreferQueryMode;
 
 /** {@link TakeoverMode#WAIT}: the standby blocks in pg_advisory_lock and is handed the lock. */
 @ExtendWith(PostgresExtension.class)
@@ -164,6 +165,35 @@ class WaitTakeoverIntegrationTest {
     await().atMost(WITHIN).until(b::isLeader);
     assertThat(calls)
         .containsSubsequence("describe token" + on, "execute wait" + on, "execute token" + on);
+    assertThat(calls.stream().filter(c -> c.startsWith("execute token"))).hasSize(1);
+  }
+
+  /**
+   * In pgjdbc's simple query mode {@code getMetaData()} runs the statement, so a waiting session
+   * there does not describe the token's statement (it would take a token and write WAL while
+   * waiting): the token is parsed at the grant, and the takeover works the same.
+   */
+  @Test
+  void aWaitingSessionInSimpleQueryModeDoesNotDescribeTheToken(TestDatabase db) throws Exception {
+    LockKey key = TestKeys.next();
+    AdvisoryLockLease held =
+        track(AdvisoryLock.of(db.dataSource(), key).tryAcquire().orElseThrow());
+    PGSimpleDataSource simple = db.dataSource();
+    simple.setPreferQueryMode(PreferQueryMode.SIMPLE);
+    List<String> calls = new CopyOnWriteArrayList<>();
+    LeaderLoop b =
+        track(
+            candidate(recordingSource(simple, calls), key, "wait-simple")
+                .takeover(TakeoverMode.WAIT)
+                .waitTimeout(Duration.ofSeconds(30))
+                .build());
+    b.start(LeaderContext::ensureLeader);
+    await().atMost(WITHIN).until(() -> calls.stream().anyMatch(c -> c.startsWith("execute wait")));
+
+    held.close();
+
+    await().atMost(WITHIN).until(b::isLeader);
+    assertThat(calls).noneMatch(c -> c.startsWith("describe"));
     assertThat(calls.stream().filter(c -> c.startsWith("execute token"))).hasSize(1);
   }
 

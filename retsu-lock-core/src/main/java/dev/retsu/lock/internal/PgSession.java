@@ -14,6 +14,7 @@ import org.postgresql.PGNotification;
 import org.postgresql.core.BaseConnection;
 import org.postgresql.core.PGStream;
 import org.postgresql.core.TransactionState;
+import org.postgresql.jdbc.PreferQueryMode;
 
 /**
  * What the client already knows about its PostgreSQL session without a round trip, read from
@@ -106,6 +107,27 @@ public final class PgSession {
       } catch (IOException e) {
         // The socket is gone; the next statement on it reports the session's end.
       }
+    }
+  }
+
+  /**
+   * Whether {@code PreparedStatement.getMetaData()} on this connection only has the server describe
+   * the statement, without running it: true for pgjdbc in its extended query modes. False in {@code
+   * preferQueryMode=simple}, where pgjdbc runs the statement to learn its columns, for another
+   * driver, and when it cannot tell.
+   *
+   * @param connection the connection (or a handle that unwraps to pgjdbc's)
+   * @return true only when a describe is known to run nothing
+   */
+  public static boolean describesWithoutRunning(Connection connection) {
+    if (!PGJDBC) {
+      return false;
+    }
+    try {
+      return connection.isWrapperFor(PGConnection.class)
+          && connection.unwrap(PGConnection.class).getPreferQueryMode() != PreferQueryMode.SIMPLE;
+    } catch (SQLException | RuntimeException | LinkageError e) {
+      return false; // an old or unknown driver: no describe, the token is parsed at the grant
     }
   }
 
