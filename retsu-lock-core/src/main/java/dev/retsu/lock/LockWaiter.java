@@ -102,7 +102,7 @@ final class LockWaiter implements AutoCloseable {
           statementTimeout = rs.getString(7);
         }
       }
-      if (PgSession.describesWithoutRunning(conn)) {
+      if (PgSession.describesAhead(conn)) {
         describeFencingToken(conn);
       }
       if (!lock.clientKeepalives(conn)) {
@@ -133,13 +133,13 @@ final class LockWaiter implements AutoCloseable {
   }
 
   /**
-   * Has the server parse the fencing-token statement on this session now, without running it: a
-   * describe, which parses it and runs nothing (no xid is taken, nothing is written). The token is
-   * the first statement a granted waiter runs, and on a session that never ran it the server looks
-   * up every function and type it names in its catalogs, and the driver parses it for the first
-   * time: in the failover benchmark that made the token's round trip at a takeover about twice as
-   * slow. Done once per waiting session, and only where a describe is known to run nothing (pgjdbc
-   * outside its simple query mode, where {@code getMetaData()} would run the statement).
+   * Has the server parse the fencing-token statement on this session now, without running it (no
+   * xid is taken, nothing is written). The token is the first statement a granted waiter runs, and
+   * on a session that never ran it the server looks up every function and type it names in its
+   * catalogs, and the driver parses it for the first time: in the failover benchmark that made the
+   * token's round trip at a takeover about twice as slow. pgjdbc keeps the described statement on
+   * the session, so the token's run at the grant skips the parse. Done once per waiting session,
+   * and only where {@link PgSession#describesAhead} allows it.
    */
   private static void describeFencingToken(Connection conn) throws SQLException {
     try (PreparedStatement ps = conn.prepareStatement(SessionSql.fencingToken())) {

@@ -171,19 +171,38 @@ class WaitTakeoverIntegrationTest {
   /**
    * In pgjdbc's simple query mode {@code getMetaData()} runs the statement, so a waiting session
    * there does not describe the token's statement (it would take a token and write WAL while
-   * waiting): the token is parsed at the grant, and the takeover works the same.
+   * waiting; with assertions on, pgjdbc throws instead): the token is parsed at the grant, and the
+   * takeover works the same.
    */
   @Test
   void aWaitingSessionInSimpleQueryModeDoesNotDescribeTheToken(TestDatabase db) throws Exception {
+    PGSimpleDataSource simple = db.dataSource();
+    simple.setPreferQueryMode(PreferQueryMode.SIMPLE);
+    assertTakesOverWithoutDescribing(db, simple, "wait-simple");
+  }
+
+  /**
+   * With {@code prepareThreshold=0} (what pgjdbc needs behind a transaction pooler) a waiting
+   * session does not describe the token's statement: pgjdbc keeps a described statement on the
+   * session under a name, which on a pooled backend would collide with other clients' statements.
+   */
+  @Test
+  void aWaitingSessionWithoutServerSideStatementsDoesNotDescribeTheToken(TestDatabase db)
+      throws Exception {
+    PGSimpleDataSource unprepared = db.dataSource();
+    unprepared.setPrepareThreshold(0);
+    assertTakesOverWithoutDescribing(db, unprepared, "wait-unprepared");
+  }
+
+  private void assertTakesOverWithoutDescribing(
+      TestDatabase db, javax.sql.DataSource source, String id) throws Exception {
     LockKey key = TestKeys.next();
     AdvisoryLockLease held =
         track(AdvisoryLock.of(db.dataSource(), key).tryAcquire().orElseThrow());
-    PGSimpleDataSource simple = db.dataSource();
-    simple.setPreferQueryMode(PreferQueryMode.SIMPLE);
     List<String> calls = new CopyOnWriteArrayList<>();
     LeaderLoop b =
         track(
-            candidate(recordingSource(simple, calls), key, "wait-simple")
+            candidate(recordingSource(source, calls), key, id)
                 .takeover(TakeoverMode.WAIT)
                 .waitTimeout(Duration.ofSeconds(30))
                 .build());
