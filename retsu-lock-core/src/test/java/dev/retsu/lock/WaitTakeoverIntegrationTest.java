@@ -143,26 +143,16 @@ class WaitTakeoverIntegrationTest {
   @Test
   void aWaitingSessionDescribesItsFencingTokenStatementBeforeItWaits(TestDatabase db)
       throws Exception {
-    LockKey key = TestKeys.next();
-    AdvisoryLockLease held =
-        track(AdvisoryLock.of(db.dataSource(), key).tryAcquire().orElseThrow());
-    List<String> calls = new CopyOnWriteArrayList<>();
-    LeaderLoop b =
-        track(
-            candidate(recordingSource(db.dataSource(), calls), key, "wait-describe")
-                .takeover(TakeoverMode.WAIT)
-                .waitTimeout(Duration.ofSeconds(30))
-                .build());
-    b.start(LeaderContext::ensureLeader);
-    await().atMost(WITHIN).until(() -> calls.stream().anyMatch(c -> c.startsWith("execute wait")));
+    Recorded w = waitingStandby(db, db.dataSource(), "wait-describe");
+    List<String> calls = w.calls();
     String session = calls.stream().filter(c -> c.startsWith("execute wait")).findFirst().get();
     String on = session.substring(session.indexOf('@'));
     assertThat(calls).containsSubsequence("describe token" + on, "execute wait" + on);
     assertThat(calls).noneMatch(c -> c.startsWith("execute token")); // described, never run
 
-    held.close();
+    w.held().close();
 
-    await().atMost(WITHIN).until(b::isLeader);
+    await().atMost(WITHIN).until(w.standby()::isLeader);
     assertThat(calls)
         .containsSubsequence("describe token" + on, "execute wait" + on, "execute token" + on);
     assertThat(calls.stream().filter(c -> c.startsWith("execute token"))).hasSize(1);
@@ -196,24 +186,33 @@ class WaitTakeoverIntegrationTest {
 
   private void assertTakesOverWithoutDescribing(
       TestDatabase db, javax.sql.DataSource source, String id) throws Exception {
+    Recorded w = waitingStandby(db, source, id);
+
+    w.held().close();
+
+    await().atMost(WITHIN).until(w.standby()::isLeader);
+    assertThat(w.calls()).noneMatch(c -> c.startsWith("describe"));
+    assertThat(w.calls().stream().filter(c -> c.startsWith("execute token"))).hasSize(1);
+  }
+
+  /** A key held elsewhere, and a WAIT standby for it whose statements are recorded. */
+  private record Recorded(AdvisoryLockLease held, LeaderLoop standby, List<String> calls) {}
+
+  /** Starts a WAIT standby on a key held elsewhere; returns once its wait statement runs. */
+  private Recorded waitingStandby(TestDatabase db, javax.sql.DataSource source, String id) {
     LockKey key = TestKeys.next();
     AdvisoryLockLease held =
         track(AdvisoryLock.of(db.dataSource(), key).tryAcquire().orElseThrow());
     List<String> calls = new CopyOnWriteArrayList<>();
-    LeaderLoop b =
+    LeaderLoop standby =
         track(
             candidate(recordingSource(source, calls), key, id)
                 .takeover(TakeoverMode.WAIT)
                 .waitTimeout(Duration.ofSeconds(30))
                 .build());
-    b.start(LeaderContext::ensureLeader);
+    standby.start(LeaderContext::ensureLeader);
     await().atMost(WITHIN).until(() -> calls.stream().anyMatch(c -> c.startsWith("execute wait")));
-
-    held.close();
-
-    await().atMost(WITHIN).until(b::isLeader);
-    assertThat(calls).noneMatch(c -> c.startsWith("describe"));
-    assertThat(calls.stream().filter(c -> c.startsWith("execute token"))).hasSize(1);
+    return new Recorded(held, standby, calls);
   }
 
   /**
