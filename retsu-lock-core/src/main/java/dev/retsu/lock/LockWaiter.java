@@ -103,7 +103,7 @@ final class LockWaiter implements AutoCloseable {
         }
       }
       if (PgSession.describesAhead(conn)) {
-        describeFencingToken(conn);
+        describeFencingToken(lock, conn);
       }
       if (!lock.clientKeepalives(conn)) {
         LOG.debug(
@@ -140,11 +140,26 @@ final class LockWaiter implements AutoCloseable {
    * token's round trip at a takeover about twice as slow. pgjdbc keeps the described statement on
    * the session, so the token's run at the grant skips the parse. Done once per waiting session,
    * and only where {@link PgSession#describesAhead} allows it.
+   *
+   * <p>Only a lost session fails the waiter's open. Any other failure leaves the statement to be
+   * parsed at the grant, as before: behind a transaction pooler with server-side statements on, the
+   * name pgjdbc picks may already exist on a shared backend (42P05), and the wait's own check then
+   * refuses that backend with {@code POOLER_DETECTED}.
    */
-  private static void describeFencingToken(Connection conn) throws SQLException {
+  private static void describeFencingToken(AdvisoryLock lock, Connection conn) throws SQLException {
     try (PreparedStatement ps = conn.prepareStatement(SessionSql.fencingToken())) {
       ps.setString(1, "");
       ps.getMetaData();
+    } catch (SQLException e) {
+      if (Diagnostics.isSessionLost(e.getSQLState())) {
+        throw e;
+      }
+      LOG.debug(
+          "{} Describing the fencing token's statement failed (SQLState {}); it is parsed when"
+              + " the lock is granted: {}",
+          lock.context(),
+          e.getSQLState(),
+          e.toString());
     }
   }
 

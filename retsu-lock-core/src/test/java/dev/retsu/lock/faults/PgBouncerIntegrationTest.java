@@ -174,6 +174,13 @@ class PgBouncerIntegrationTest {
     return ds;
   }
 
+  /** Through the pooler with pgjdbc's server-side statements after {@code threshold} runs. */
+  private PGSimpleDataSource viaBouncer(int threshold) {
+    PGSimpleDataSource ds = viaBouncer();
+    ds.setPrepareThreshold(threshold);
+    return ds;
+  }
+
   private void assertLockFreedOnceThePoolerLetsGo(LockKey key) throws Exception {
     // The lock may stay stranded on a pooled server backend (POSTGRES-FACTS 5): retsu-lock never
     // unlocks through a pooler. Once the pooler closes its server connections it is free again.
@@ -309,11 +316,40 @@ class PgBouncerIntegrationTest {
   }
 
   /**
-   * The race behind the test above: both waiting standbys check their backend before either has the
-   * lock (each check sees the key free), then both ask for it on the one shared backend. A barrier
-   * in front of {@code pg_advisory_lock} makes the interleaving certain. Advisory locks are
-   * re-entrant, so both requests are granted at once: the library must still refuse, and never let
-   * both lead.
+   * The same two waiting standbys with pgjdbc's default {@code prepareThreshold}, which a
+   * transaction pooler does not support: the first leaves its described statement on the shared
+   * backend under pgjdbc's first name, the second's describe then fails with 42P05 on that backend,
+   * and the second must still be refused as pooled, by its wait's own check, not fail on the
+   * describe.
+   */
+  @Test
+  void secondWaitingCandidateWithServerSideStatementsIsStillRefusedAsPooled() throws Exception {
+    startBouncer(1);
+    LockKey key = LockKey.named("retsu-test", "pgbouncer-wait-prepared");
+    Leaders leaders = new Leaders();
+    LeaderLoop first = waitingLoop(viaBouncer(5), key, "prepared-first", leaders);
+    LeaderLoop second = waitingLoop(viaBouncer(5), key, "prepared-second", leaders);
+    try {
+      CompletableFuture<Void> a = first.start(leaders::task);
+      await().atMost(Duration.ofSeconds(20)).until(first::isLeader);
+      CompletableFuture<Void> b = second.start(leaders::task);
+      await().atMost(Duration.ofSeconds(20)).until(() -> b.isDone() || leaders.most.get() > 1);
+      leaders.assertNeverTwo();
+      assertRefusedAsPooled(b, "prepared-second");
+      assertThat(a).isNotDone();
+    } finally {
+      first.close();
+      second.close();
+    }
+    assertLockFreedOnceThePoolerLetsGo(key);
+  }
+
+  /**
+   * The race behind {@code secondWaitingCandidateOnASharedBackendIsRefused}: both waiting standbys
+   * check their backend before either has the lock (each check sees the key free), then both ask
+   * for it on the one shared backend. A barrier in front of {@code pg_advisory_lock} makes the
+   * interleaving certain. Advisory locks are re-entrant, so both requests are granted at once: the
+   * library must still refuse, and never let both lead.
    */
   @Test
   void waitingCandidatesThatCheckTogetherOnOneBackendNeverBothLead() throws Exception {
