@@ -295,24 +295,7 @@ class PgBouncerIntegrationTest {
    */
   @Test
   void secondWaitingCandidateOnASharedBackendIsRefused() throws Exception {
-    startBouncer(1);
-    LockKey key = LockKey.named("retsu-test", "pgbouncer-wait-shared");
-    Leaders leaders = new Leaders();
-    LeaderLoop first = waitingLoop(viaBouncer(), key, "wait-first", leaders);
-    LeaderLoop second = waitingLoop(viaBouncer(), key, "wait-second", leaders);
-    try {
-      CompletableFuture<Void> a = first.start(leaders::task);
-      await().atMost(Duration.ofSeconds(20)).until(first::isLeader);
-      CompletableFuture<Void> b = second.start(leaders::task);
-      await().atMost(Duration.ofSeconds(20)).until(() -> b.isDone() || leaders.most.get() > 1);
-      leaders.assertNeverTwo();
-      assertRefusedAsPooled(b, "wait-second");
-      assertThat(a).isNotDone();
-    } finally {
-      first.close();
-      second.close();
-    }
-    assertLockFreedOnceThePoolerLetsGo(key);
+    assertSecondWaiterRefusedAsPooled(this::viaBouncer, "wait");
   }
 
   /**
@@ -324,18 +307,31 @@ class PgBouncerIntegrationTest {
    */
   @Test
   void secondWaitingCandidateWithServerSideStatementsIsStillRefusedAsPooled() throws Exception {
+    assertSecondWaiterRefusedAsPooled(() -> viaBouncer(5), "prepared");
+  }
+
+  /**
+   * Two WAIT candidates through a pooler with one server connection: the first leads, the second is
+   * refused as pooled, and the two never lead at once.
+   *
+   * @param source how both connect, once the pooler runs
+   * @param name their key's name and their ids' prefix
+   */
+  private void assertSecondWaiterRefusedAsPooled(
+      java.util.function.Supplier<javax.sql.DataSource> source, String name) throws Exception {
     startBouncer(1);
-    LockKey key = LockKey.named("retsu-test", "pgbouncer-wait-prepared");
+    javax.sql.DataSource ds = source.get();
+    LockKey key = LockKey.named("retsu-test", "pgbouncer-" + name);
     Leaders leaders = new Leaders();
-    LeaderLoop first = waitingLoop(viaBouncer(5), key, "prepared-first", leaders);
-    LeaderLoop second = waitingLoop(viaBouncer(5), key, "prepared-second", leaders);
+    LeaderLoop first = waitingLoop(ds, key, name + "-first", leaders);
+    LeaderLoop second = waitingLoop(ds, key, name + "-second", leaders);
     try {
       CompletableFuture<Void> a = first.start(leaders::task);
       await().atMost(Duration.ofSeconds(20)).until(first::isLeader);
       CompletableFuture<Void> b = second.start(leaders::task);
       await().atMost(Duration.ofSeconds(20)).until(() -> b.isDone() || leaders.most.get() > 1);
       leaders.assertNeverTwo();
-      assertRefusedAsPooled(b, "prepared-second");
+      assertRefusedAsPooled(b, name + "-second");
       assertThat(a).isNotDone();
     } finally {
       first.close();
