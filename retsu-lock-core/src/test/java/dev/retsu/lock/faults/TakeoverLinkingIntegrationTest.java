@@ -82,6 +82,10 @@ class TakeoverLinkingIntegrationTest {
       List<String> takeover = lines.subList(lines.indexOf("MARK"), lines.indexOf("REFRESHED"));
       // The log works: starting the standby loaded the library and spun lambdas.
       assertThat(before).anyMatch(l -> LINKED_AT_TAKEOVER.matcher(l).matches());
+      assertThat(before)
+          .as("the pattern matches pgjdbc's class loads too")
+          .anyMatch(
+              l -> l.startsWith("org.postgresql.") && LINKED_AT_TAKEOVER.matcher(l).matches());
       assertThat(takeover)
           .as("classes loaded between the wait and the first task past ensureLeader()")
           .noneMatch(l -> LINKED_AT_TAKEOVER.matcher(l).matches());
