@@ -258,6 +258,31 @@ public final class AdvisoryLock {
     }
   }
 
+  /**
+   * Takes the lock, waiting up to {@code maxWait} for the session that holds it to release it. The
+   * wait runs on a session of its own, opened for this call and blocked in PostgreSQL's lock queue
+   * ({@code pg_advisory_lock} under {@code lock_timeout}), so the lock is granted the moment the
+   * holder's session ends; the same checks as {@link #tryAcquire()} refuse a hot standby and a
+   * shared backend before the wait. When the wait runs out the session is ended and nothing is
+   * held. The calling thread blocks for up to {@code maxWait} plus the round-trip timeout; an
+   * interrupt is seen when the wait ends (the lock is then released and the call fails).
+   *
+   * <p>A waiting session holds a snapshot for as long as it waits, which holds back the server's
+   * vacuum horizon: keep {@code maxWait} short where the database is busy.
+   *
+   * @param maxWait how long to wait at most: 10 ms to 24 days
+   * @return the lease if taken; empty if the lock was still held elsewhere after {@code maxWait}
+   * @throws UnsafeSessionException if the server is a hot standby or the backend is shared
+   * @throws AdvisoryLockException if the database cannot be reached, the wait fails or the thread
+   *     was interrupted (the SQLException or the interrupt is the cause)
+   */
+  public Optional<AdvisoryLockLease> acquire(Duration maxWait) {
+    Checks.atLeast("maxWait", maxWait, Duration.ofMillis(10));
+    try (LockWaiter waiter = LockWaiter.open(this, maxWait)) {
+      return waiter.await();
+    }
+  }
+
   /** A fresh session marker (see {@link SessionSql#MARKER}); unique per session we lock on. */
   static String newMarker() {
     return UUID.randomUUID().toString();

@@ -30,6 +30,7 @@ record GroupSettings(
     Duration membershipInterval,
     Duration reconnectInterval,
     Duration closeTimeout,
+    boolean failFast,
     List<LeaderListener> listeners,
     TimeSource time) {
 

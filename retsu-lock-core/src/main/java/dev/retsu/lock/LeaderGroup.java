@@ -421,7 +421,9 @@ public final class LeaderGroup implements AutoCloseable {
   /**
    * Starts the group: opens the sessions (each on its worker thread), then contends for keys. It
    * returns once the first session is open, or throws if it could not be: a database that cannot be
-   * reached, a hot standby or a transaction-mode pooler fails fast here.
+   * reached, a hot standby or a transaction-mode pooler fails fast here. A group built with {@code
+   * failFast(false)} returns instead and its sessions keep trying (a transaction pooler still stops
+   * it).
    *
    * @param task the work for one key, run on the session that holds it every {@code
    *     refreshInterval}; {@link LeaderContext#term()} says which key
@@ -457,11 +459,25 @@ public final class LeaderGroup implements AutoCloseable {
           .get(bound, TimeUnit.MILLISECONDS);
     } catch (ExecutionException e) {
       Throwable cause = e.getCause();
+      if (!settings.failFast() && !closing()) {
+        LOG.warn(
+            "{} The first session could not be opened; the sessions keep trying every {}: {}",
+            settings.context(),
+            settings.reconnectInterval(),
+            cause.getMessage());
+        startCoordinator();
+        return;
+      }
       fail(cause);
       throw cause instanceof AdvisoryLockException
           ? (AdvisoryLockException) cause
           : new AdvisoryLockException("Starting the group failed", groupKey, candidateId(), cause);
     } catch (java.util.concurrent.TimeoutException e) {
+      if (!settings.failFast() && !closing()) {
+        LOG.warn("{} The first session did not open in time; it keeps trying", settings.context());
+        startCoordinator();
+        return;
+      }
       fail(e);
       throw new AdvisoryLockException(
           "The first session did not open in time", groupKey, candidateId(), e);
@@ -470,6 +486,10 @@ public final class LeaderGroup implements AutoCloseable {
       fail(e);
       throw new AdvisoryLockException("Interrupted while starting", groupKey, candidateId(), e);
     }
+    startCoordinator();
+  }
+
+  private void startCoordinator() {
     Thread c = new Thread(this::coordinate, "retsu-lock-group-" + name() + "-coordinator");
     c.setDaemon(true);
     coordinator = c;

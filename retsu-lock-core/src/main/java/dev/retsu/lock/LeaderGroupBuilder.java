@@ -35,6 +35,7 @@ public final class LeaderGroupBuilder {
   private Duration membershipInterval = LeaderGroup.DEFAULT_MEMBERSHIP_INTERVAL;
   private Duration reconnectInterval = LeaderGroup.DEFAULT_RECONNECT_INTERVAL;
   private Duration closeTimeout = LeaderLoopBuilder.DEFAULT_CLOSE_TIMEOUT;
+  private boolean failFast = true;
   private final List<LeaderListener> listeners = new ArrayList<>();
   private TimeSource time = TimeSource.SYSTEM;
 
@@ -219,6 +220,22 @@ public final class LeaderGroupBuilder {
   }
 
   /**
+   * Sets what {@link LeaderGroup#start} does when the first session cannot be opened (the database
+   * cannot be reached, does not exist, refuses the credentials). With {@code true}, the default,
+   * {@code start} throws and the group is {@link LeaderGroup.State#FAILED}. With {@code false},
+   * {@code start} returns and every session keeps trying every {@code reconnectInterval}, so a
+   * service started before its database joins the group as soon as the database is up. A
+   * transaction pooler stops the group either way.
+   *
+   * @param failFast whether a first session that cannot be opened fails {@code start}
+   * @return this builder
+   */
+  public LeaderGroupBuilder failFast(boolean failFast) {
+    this.failFast = failFast;
+    return this;
+  }
+
+  /**
    * Adds a listener; it hears every key's terms ({@link Term#key()} says which key). {@link
    * LeaderListener#onAttempt} is not called by a group.
    *
@@ -262,6 +279,7 @@ public final class LeaderGroupBuilder {
             membershipInterval,
             reconnectInterval,
             closeTimeout,
+            failFast,
             listeners,
             time));
   }

@@ -99,6 +99,7 @@ public final class LeaderLoopBuilder {
   private Duration closeTimeout = DEFAULT_CLOSE_TIMEOUT;
   private TakeoverMode takeover = DEFAULT_TAKEOVER;
   private Duration waitTimeout = DEFAULT_WAIT_TIMEOUT;
+  private boolean failFast = true;
   private final List<LeaderListener> listeners = new ArrayList<>();
   private TimeSource time = TimeSource.SYSTEM;
 
@@ -295,6 +296,23 @@ public final class LeaderLoopBuilder {
   }
 
   /**
+   * Sets what a failure before any attempt has reached the database does (it cannot connect, the
+   * database does not exist, the credentials are refused). With {@code true}, the default, {@link
+   * LeaderLoop#run} throws it at once: a plain loop's caller sees a wrong URL at start-up instead
+   * of a loop that retries it forever. With {@code false} it is treated like any later outage: the
+   * loop logs it and tries again after {@code retryInterval}, so a service started before its
+   * database becomes a candidate as soon as the database is up (what the Spring Boot starter does).
+   * A hot standby or a transaction pooler is refused either way, as after the first attempt.
+   *
+   * @param failFast whether the first failure ends the loop
+   * @return this builder
+   */
+  public LeaderLoopBuilder failFast(boolean failFast) {
+    this.failFast = failFast;
+    return this;
+  }
+
+  /**
    * Adds a listener; listeners are called in the order added, one call at a time.
    *
    * @param listener the listener
@@ -345,6 +363,7 @@ public final class LeaderLoopBuilder {
         closeTimeout,
         takeover,
         waitTimeout,
+        failFast,
         listeners,
         time);
   }

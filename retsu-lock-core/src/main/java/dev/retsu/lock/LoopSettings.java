@@ -22,6 +22,7 @@ record LoopSettings(
     Duration closeTimeout,
     TakeoverMode takeover,
     Duration waitTimeout,
+    boolean failFast,
     List<LeaderListener> listeners,
     TimeSource time) {
 

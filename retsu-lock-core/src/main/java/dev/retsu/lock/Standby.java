@@ -92,14 +92,15 @@ final class Standby implements AutoCloseable {
   /**
    * After an attempt failed, or the term it won could not start ({@code leaseTaken}: its fencing
    * token failed and the lock was released): the wait before the next attempt, or the failure
-   * thrown when it ends the loop. Until an attempt has reached the database a failure is a
-   * configuration error (wrong URL, no such database) and fails fast; after it, a failure is an
-   * outage to ride out. A term that could not start ends the loop under EXIT.
+   * thrown when it ends the loop. Until an attempt has reached the database a failure is taken for
+   * a configuration error (wrong URL, no such database) and fails fast, unless the loop was built
+   * with {@code failFast(false)}; after it, a failure is an outage to ride out. A term that could
+   * not start ends the loop under EXIT.
    *
    * @throws AdvisoryLockException {@code failure}, when it ends the loop
    */
   Duration afterFailure(AdvisoryLockException failure, boolean leaseTaken) {
-    if (!reached || fatal(failure) || (leaseTaken && exits())) {
+    if ((!reached && settings.failFast()) || fatal(failure) || (leaseTaken && exits())) {
       throw failure;
     }
     if (leaseTaken) {

@@ -56,6 +56,49 @@ class AdvisoryLockIntegrationTest {
   }
 
   @Test
+  void acquireWaitsForTheHolderToReleaseAndGivesUpAfterMaxWait(TestDatabase db) throws Exception {
+    LockKey key = freshKey();
+    AdvisoryLock a = AdvisoryLock.builder(db.dataSource(), key).candidateId("a").build();
+    AdvisoryLock b = AdvisoryLock.builder(db.dataSource(), key).candidateId("b").build();
+    AdvisoryLockLease held = a.tryAcquire().orElseThrow();
+    // Held elsewhere for longer than the wait: empty, and the waiting session is gone.
+    assertThat(b.acquire(Duration.ofMillis(200))).isEmpty();
+    assertThat(
+            db.queryInts(
+                "SELECT count(*)::int FROM pg_stat_activity WHERE application_name = 'retsu-lock:b'"))
+        .containsExactly(0);
+    // Released while b waits: granted to b, on a session that holds it.
+    ExecutorService pool = Executors.newSingleThreadExecutor();
+    try {
+      Future<Optional<AdvisoryLockLease>> waiting =
+          pool.submit(() -> b.acquire(Duration.ofSeconds(20)));
+      await()
+          .atMost(PROMPTLY)
+          .until(
+              () ->
+                  db.queryInts(
+                              "SELECT count(*)::int FROM pg_locks WHERE locktype = 'advisory' AND NOT"
+                                  + " granted AND "
+                                  + key.pgLocksPredicate("pg_locks"),
+                              TestKeys.lockArguments(key))
+                          .get(0)
+                      == 1);
+      held.close();
+      try (AdvisoryLockLease lease = waiting.get(20, TimeUnit.SECONDS).orElseThrow()) {
+        assertThat(lease.candidateId()).isEqualTo("b");
+        assertThat(lease.isHeld()).isTrue();
+        assertThat(a.tryAcquire()).isEmpty();
+      }
+    } finally {
+      pool.shutdownNow();
+      held.close();
+    }
+    assertThatThrownBy(() -> b.acquire(Duration.ofMillis(1)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("maxWait must be at least PT0.01S, but was PT0.001S");
+  }
+
+  @Test
   void twoPartKeysLockIndependentlyOfBigintKeys(TestDatabase db) {
     try (AdvisoryLockLease pair =
             AdvisoryLock.of(db.dataSource(), LockKey.of(0, 4242)).tryAcquire().orElseThrow();

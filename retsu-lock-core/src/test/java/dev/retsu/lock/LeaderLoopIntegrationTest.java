@@ -344,6 +344,47 @@ class LeaderLoopIntegrationTest {
   }
 
   @Test
+  void aLoopBuiltNotToFailFastLeadsOnceTheDatabaseComesUp(TestDatabase db) {
+    LockKey key = freshKey();
+    DownUntilOpened late = new DownUntilOpened(db.dataSource());
+    RecordingListener l = new RecordingListener();
+    LeaderLoop a =
+        track(
+            LeaderLoop.builder(late, key)
+                .candidateId("late")
+                .retryInterval(Duration.ofMillis(100))
+                .failFast(false)
+                .listener(l)
+                .build());
+    CompletableFuture<Void> run = a.start(ctx -> {});
+    await().atMost(WITHIN).until(() -> late.refused() >= 3);
+    assertThat(run).isNotDone();
+    assertThat(a.state()).isEqualTo(LeaderLoop.State.RUNNING);
+    assertThat(l.of("attempt")).allMatch(e -> e.detail() == AttemptResult.ERROR);
+    late.open();
+    await().atMost(WITHIN).until(a::isLeader);
+  }
+
+  @Test
+  void aWaitLoopBuiltNotToFailFastLeadsOnceTheDatabaseComesUp(TestDatabase db) {
+    LockKey key = freshKey();
+    DownUntilOpened late = new DownUntilOpened(db.dataSource());
+    LeaderLoop a =
+        track(
+            LeaderLoop.builder(late, key)
+                .candidateId("late-wait")
+                .takeover(TakeoverMode.WAIT)
+                .retryInterval(Duration.ofMillis(100))
+                .failFast(false)
+                .build());
+    CompletableFuture<Void> run = a.start(ctx -> {});
+    await().atMost(WITHIN).until(() -> late.refused() >= 3);
+    assertThat(run).isNotDone();
+    late.open();
+    await().atMost(WITHIN).until(a::isLeader);
+  }
+
+  @Test
   void serverRestartWhileLeadingUnderStepDownElectsALeaderAgain(TestDatabase db) {
     Assumptions.assumeTrue(db.server().supportsRestart(), "needs a server the tests can restart");
     LockKey key = freshKey();

@@ -3,6 +3,7 @@ package dev.retsu.lock.faults;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.retsu.lock.DownUntilOpened;
 import dev.retsu.lock.FencingToken;
 import dev.retsu.lock.LeaderContext;
 import dev.retsu.lock.LeaderGroup;
@@ -109,6 +110,29 @@ class LeaderGroupIntegrationTest {
     groups.forEach(LeaderGroup::close);
     assertThat(rec.violations(serverFaulted)).isEmpty();
     assertThat(rec.wrongSession).isEmpty();
+  }
+
+  @Test
+  void aGroupBuiltNotToFailFastJoinsOnceTheDatabaseComesUp(TestDatabase db, TestInfo info) {
+    setUp(info);
+    DownUntilOpened late = new DownUntilOpened(db.dataSource());
+    LeaderGroup g =
+        LeaderGroup.builder(late, name, keys)
+            .candidateId("late")
+            .membershipInterval(MEMBERSHIP)
+            .refreshInterval(Duration.ofMillis(100))
+            .reconnectInterval(Duration.ofMillis(100))
+            .failFast(false)
+            .listener(rec.listener("late"))
+            .build();
+    groups.add(g);
+    g.start(rec.task("late")); // returns although no session could be opened
+    assertThat(g.state()).isEqualTo(LeaderGroup.State.RUNNING);
+    await().atMost(WITHIN).until(() -> late.refused() >= 3);
+    assertThat(g.heldCount()).isZero();
+    late.open();
+    await().atMost(WITHIN).until(() -> g.heldCount() == N);
+    assertSafe(Set.of());
   }
 
   @Test
