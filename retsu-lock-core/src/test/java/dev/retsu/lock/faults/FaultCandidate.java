@@ -53,7 +53,9 @@ import org.postgresql.ds.PGSimpleDataSource;
  * inside it. Actions: {@code NONE} (the parent injects), {@code THROW} (the task throws), {@code
  * HANG} (the task blocks until interrupted), {@code UNLOCK_ALL} (user code runs {@code SELECT
  * pg_advisory_unlock_all()} on the lease's connection), {@code IDLE} (the task idles {@code
- * lingerMs}, e.g. in a transaction).
+ * lingerMs}, e.g. in a transaction), and the user-SQL actions ({@code UNLOCK_FUNCTION}, {@code
+ * UNLOCK_PREPARED}, {@code UNLOCK_ESCAPED}, {@code RESET_ALL}, {@code RESET_FUNCTION}) after which
+ * the task keeps issuing statements and checks for the whole phase (see {@link TimedTask}).
  *
  * <p>Runs with the fast bounds of {@link FaultTiming}, under {@link FailurePolicy#STEP_DOWN} unless
  * the last argument says {@code EXIT} (then a lost term ends the JVM with {@code EXIT <reason>
@@ -80,7 +82,19 @@ public final class FaultCandidate {
     THROW,
     HANG,
     UNLOCK_ALL,
-    IDLE
+    IDLE,
+    /**
+     * User code releases the key through a function ({@code retsu_test_release}), then works on.
+     */
+    UNLOCK_FUNCTION,
+    /** User code prepares {@code pg_advisory_unlock}, checks, then executes it, then works on. */
+    UNLOCK_PREPARED,
+    /** User code releases the key with the function name Unicode-escaped, then works on. */
+    UNLOCK_ESCAPED,
+    /** User code runs {@code RESET ALL} (clears the bounds, keeps the key), then works on. */
+    RESET_ALL,
+    /** User code runs {@code RESET ALL} through a function ({@code retsu_test_tidy}), works on. */
+    RESET_FUNCTION
   }
 
   /** One armed phase. */

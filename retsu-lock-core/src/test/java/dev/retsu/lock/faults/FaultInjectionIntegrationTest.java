@@ -5,6 +5,7 @@ import static org.awaitility.Awaitility.await;
 
 import dev.retsu.lock.TakeoverMode;
 import dev.retsu.lock.TestKeys;
+import dev.retsu.lock.TestLoops;
 import dev.retsu.lock.faults.FaultCandidate.Action;
 import dev.retsu.lock.faults.FaultCandidate.Phase;
 import dev.retsu.lock.testing.PostgresExtension;
@@ -102,6 +103,8 @@ class FaultInjectionIntegrationTest {
    * @param serverSide whether it can free the lock without the library (see {@link
    *     TermChecker.Injection})
    * @param injector what the parent does at the phase
+   * @param allowanceNanos how long after it a check of the hit term may still pass (see {@link
+   *     TermChecker.Injection#allowanceNanos()}): zero but for user SQL only a later proof finds
    */
   record Fault(
       String name,
@@ -110,7 +113,19 @@ class FaultInjectionIntegrationTest {
       long lingerMs,
       long delayMs,
       boolean serverSide,
-      Injector injector) {
+      Injector injector,
+      long allowanceNanos) {
+
+    Fault(
+        String name,
+        Set<Phase> phases,
+        Action action,
+        long lingerMs,
+        long delayMs,
+        boolean serverSide,
+        Injector injector) {
+      this(name, phases, action, lingerMs, delayMs, serverSide, injector, 0);
+    }
 
     @Override
     public String toString() {
@@ -160,6 +175,26 @@ class FaultInjectionIntegrationTest {
           IDLE_IN_TX_TIMEOUT_MS,
           true,
           NOTHING);
+
+  /**
+   * The bound on a check after user SQL released the key through a function, whose text says
+   * nothing: one heartbeat (the ownership proof is due then however busy the task keeps the
+   * session), plus the moment the candidate takes to stamp the check.
+   */
+  static final long FUNCTION_ALLOWANCE_NANOS = TestLoops.HEARTBEAT.plusMillis(100).toNanos();
+
+  /** User SQL that releases the key where the text the client sends at that moment hides it. */
+  static Fault hiddenUnlock(Action action) {
+    return new Fault(
+        "user-sql-" + action.name().toLowerCase(Locale.ROOT),
+        MID_TASK,
+        action,
+        LINGER_MS,
+        0,
+        true,
+        NOTHING,
+        action == Action.UNLOCK_FUNCTION ? FUNCTION_ALLOWANCE_NANOS : 0);
+  }
 
   static Fault restart(ShutdownMode mode) {
     return new Fault(
@@ -245,6 +280,58 @@ class FaultInjectionIntegrationTest {
   @EnumSource(TakeoverMode.class)
   void userCodeCallsAdvisoryUnlockAllMidTask(TakeoverMode mode, TestDatabase db) throws Exception {
     scenario(db, UNLOCK_ALL.name(), List.of(UNLOCK_ALL), mode, ROUNDS, Setup.two(db));
+  }
+
+  static Stream<Arguments> hiddenUnlocks() {
+    return Stream.of(Action.UNLOCK_FUNCTION, Action.UNLOCK_PREPARED, Action.UNLOCK_ESCAPED)
+        .flatMap(a -> Stream.of(TakeoverMode.values()).map(t -> Arguments.of(a, t)));
+  }
+
+  /**
+   * User SQL on the leader's session releases the key where the text the client sends hides it (a
+   * function whose body unlocks, a statement prepared and checked before it runs, an escaped name),
+   * and the task then keeps issuing statements and checks for the whole phase. The prepared and
+   * escaped forms fail the very next check (no stale check at all); the function is found by the
+   * ownership proof within one heartbeat, the allowance the checker grants it and no more.
+   */
+  @ParameterizedTest
+  @MethodSource("hiddenUnlocks")
+  void userSqlReleasesTheKeyWhileTheTaskKeepsWorking(
+      Action action, TakeoverMode mode, TestDatabase db) throws Exception {
+    db.execute(TimedTask.FUNCTIONS);
+    Fault fault = hiddenUnlock(action);
+    scenario(db, fault.name(), List.of(fault), mode, ROUNDS, Setup.two(db));
+  }
+
+  /**
+   * {@code RESET ALL} on the leader's session, as text or through a function, while the task keeps
+   * working: the key is still held, so the term goes on (the next ownership proof applies the
+   * server-side bounds again) and no other candidate acquires.
+   */
+  @ParameterizedTest
+  @MethodSource("resets")
+  void resetAllOnTheLeadersSessionKeepsTheTerm(Action action, TakeoverMode mode, TestDatabase db)
+      throws Exception {
+    db.execute(TimedTask.FUNCTIONS);
+    keptTerm(
+        db,
+        "user-sql-"
+            + action.name().toLowerCase(Locale.ROOT)
+            + "."
+            + mode.name().toLowerCase(Locale.ROOT),
+        mode,
+        db.user(),
+        db.password(),
+        FaultTiming.REFRESH_TIMEOUT,
+        MID_TASK,
+        action,
+        LINGER_MS,
+        (leader, phaseAt) -> phaseAt + TimeUnit.MILLISECONDS.toNanos(LINGER_MS));
+  }
+
+  static Stream<Arguments> resets() {
+    return Stream.of(Action.RESET_ALL, Action.RESET_FUNCTION)
+        .flatMap(a -> Stream.of(TakeoverMode.values()).map(t -> Arguments.of(a, t)));
   }
 
   /**
@@ -394,7 +481,11 @@ class FaultInjectionIntegrationTest {
             TASK_THROWS,
             TASK_HANGS,
             GRACEFUL_CLOSE,
-            UNLOCK_ALL);
+            UNLOCK_ALL,
+            hiddenUnlock(Action.UNLOCK_FUNCTION),
+            hiddenUnlock(Action.UNLOCK_PREPARED),
+            hiddenUnlock(Action.UNLOCK_ESCAPED));
+    db.execute(TimedTask.FUNCTIONS);
     scenario(
         db, "random", faults, mode, RANDOM_ROUNDS, new Setup(3, "MIXED", db.user(), db.password()));
   }
@@ -438,7 +529,14 @@ class FaultInjectionIntegrationTest {
         fault.injector().inject(fleet, leader, term, db);
         String label = fault.name() + "@" + phase;
         injections.add(
-            new TermChecker.Injection(round, leader.id, term, injected, fault.serverSide(), label));
+            new TermChecker.Injection(
+                round,
+                leader.id,
+                term,
+                injected,
+                fault.serverSide(),
+                label,
+                fault.allowanceNanos()));
         long check = fleet.awaitNewTermCheck(injected, WITHIN);
         record(scenario, round, (check - injected) / 1e6, label);
         fleet.awaitTermEnded(leader, term, WITHIN);

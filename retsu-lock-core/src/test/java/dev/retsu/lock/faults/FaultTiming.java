@@ -16,6 +16,9 @@ final class FaultTiming {
   /** A hung refresh is cut off after this long. */
   static final Duration REFRESH_TIMEOUT = Duration.ofSeconds(1);
 
+  /** A group member's heartbeat interval (see {@link #fast(LeaderGroupBuilder)}). */
+  static final Duration GROUP_HEARTBEAT = Duration.ofMillis(500);
+
   private FaultTiming() {}
 
   static LeaderLoopBuilder fast(LeaderLoopBuilder b) {
@@ -31,7 +34,7 @@ final class FaultTiming {
     return b.membershipInterval(Duration.ofMillis(250))
         .refreshInterval(Duration.ofMillis(100))
         .refreshTimeout(Duration.ofSeconds(2))
-        .heartbeatInterval(Duration.ofMillis(500))
+        .heartbeatInterval(GROUP_HEARTBEAT)
         .selfFenceAfter(Duration.ofSeconds(3))
         .serverKeepalives(Duration.ofSeconds(2), Duration.ofSeconds(1), 2)
         .roundTripTimeout(Duration.ofSeconds(2))

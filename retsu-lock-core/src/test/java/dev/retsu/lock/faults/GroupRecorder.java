@@ -77,11 +77,24 @@ final class GroupRecorder {
       boolean serverSide,
       String member,
       Integer pid,
-      LockKey key) {
+      LockKey key,
+      long allowanceNanos) {
 
     /** A fault that hit every term of a member, or of one of its sessions, open at the moment. */
     Strike(int round, String label, long nanos, boolean serverSide, String member, Integer pid) {
-      this(round, label, nanos, serverSide, member, pid, null);
+      this(round, label, nanos, serverSide, member, pid, null, 0);
+    }
+
+    /** A fault that hit one key's term (no allowance). */
+    Strike(
+        int round,
+        String label,
+        long nanos,
+        boolean serverSide,
+        String member,
+        Integer pid,
+        LockKey key) {
+      this(round, label, nanos, serverSide, member, pid, key, 0);
     }
   }
 
@@ -379,7 +392,13 @@ final class GroupRecorder {
         if (lost.isEmpty() || lost.get().nanos() > s.nanos()) {
           out.add(
               new TermChecker.Injection(
-                  s.round(), a.member(), term, s.nanos(), s.serverSide(), s.label()));
+                  s.round(),
+                  a.member(),
+                  term,
+                  s.nanos(),
+                  s.serverSide(),
+                  s.label(),
+                  s.allowanceNanos()));
         }
       }
     }

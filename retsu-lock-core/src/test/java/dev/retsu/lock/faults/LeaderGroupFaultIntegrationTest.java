@@ -7,6 +7,9 @@ import dev.retsu.lock.LeaderGroup;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.LossReason;
 import dev.retsu.lock.TestKeys;
+import dev.retsu.lock.faults.FaultCandidate.Action;
+import dev.retsu.lock.faults.FaultCandidate.Arm;
+import dev.retsu.lock.faults.FaultCandidate.Phase;
 import dev.retsu.lock.faults.GroupFaults.Where;
 import dev.retsu.lock.faults.GroupRecorder.Stamp;
 import dev.retsu.lock.faults.GroupRecorder.Strike;
@@ -262,6 +265,52 @@ class LeaderGroupFaultIntegrationTest {
     }
     assertThat(lossesOfStruck("a", victim, struck)).isSubsetOf(allowed);
     GroupFaults.judge(scenario, round, "partition@" + where, closeAndAnalyse());
+  }
+
+  /**
+   * User SQL on member a's session releases one key where its text hides it (a function whose body
+   * unlocks, a statement prepared and checked before it runs, an escaped name, drawn), in that
+   * key's task before its check, after it or inside a transaction (drawn), and the task then keeps
+   * issuing statements and checks for the whole phase. The key's term ends (LOCK_NOT_HELD) and the
+   * key is owned again; the other keys on that session keep their terms; no check of the struck
+   * term passes after a newer term began, but within one heartbeat for the function (the bound an
+   * ownership proof gives what text cannot show).
+   */
+  @ParameterizedTest(name = "round {0}")
+  @MethodSource("dev.retsu.lock.faults.GroupFaults#rounds")
+  void userSqlReleasesAKeyWhileItsTaskKeepsWorking(int round, TestDatabase db) throws Exception {
+    String scenario = "group-user-sql";
+    Random draw = new Random(GroupFaults.seed(scenario, round));
+    Action action =
+        GroupFaults.pick(
+            draw, List.of(Action.UNLOCK_FUNCTION, Action.UNLOCK_PREPARED, Action.UNLOCK_ESCAPED));
+    Phase phase = GroupFaults.pick(draw, List.of(Phase.PRE, Phase.POST, Phase.TX));
+    db.execute(TimedTask.FUNCTIONS);
+    setUp(scenario, round, action + " @" + phase);
+    LeaderGroup a = start(db.dataSource(), "a");
+    LeaderGroup b = start(db.dataSource(), "b");
+    settled(List.of(a, b));
+
+    long since = System.nanoTime();
+    rec.arm("a", new Arm(phase, action, GroupFaults.LINGER_MS));
+    Stamp at = rec.awaitStamp("a", "PHASE", since, WITHIN);
+    long allowance =
+        action == Action.UNLOCK_FUNCTION
+            ? FaultTiming.GROUP_HEARTBEAT.plusMillis(100).toNanos()
+            : 0;
+    String label = action + "@" + phase;
+    rec.strike(new Strike(round, label, at.event().nanos(), true, "a", null, at.key(), allowance));
+
+    awaitAftermath(
+        scenario,
+        round,
+        label,
+        () ->
+            GroupRecorder.lostOf(rec.byKey.get(at.key()), "a", at.term()).isPresent()
+                && GroupRecorder.balanced(N, List.of(a, b)));
+    assertThat(GroupRecorder.lostOf(rec.byKey.get(at.key()), "a", at.term()).orElseThrow().fields())
+        .contains("LOCK_NOT_HELD");
+    GroupFaults.judge(scenario, round, label, closeAndAnalyse());
   }
 
   /**

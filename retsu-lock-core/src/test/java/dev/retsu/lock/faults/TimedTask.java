@@ -1,6 +1,7 @@
 package dev.retsu.lock.faults;
 
 import dev.retsu.lock.LeaderContext;
+import dev.retsu.lock.faults.FaultCandidate.Action;
 import dev.retsu.lock.faults.FaultCandidate.Arm;
 import dev.retsu.lock.faults.FaultCandidate.Phase;
 import java.sql.Connection;
@@ -41,7 +42,7 @@ final class TimedTask {
     /** The armed phase begins. */
     void phase(Phase phase, LeaderContext ctx);
 
-    /** User code just unlocked every advisory lock of the session ({@code UNLOCK_ALL}). */
+    /** User code just ran the armed user SQL ({@code UNLOCK_ALL} or a user-SQL action). */
     void unlocked(LeaderContext ctx);
   }
 
@@ -121,11 +122,68 @@ final class TimedTask {
         }
         stamps.unlocked(ctx);
       }
+      case UNLOCK_FUNCTION, UNLOCK_PREPARED, UNLOCK_ESCAPED, RESET_ALL, RESET_FUNCTION -> {
+        userSql(ctx, arm.action());
+        stamps.unlocked(ctx);
+        keepWorking(ctx, arm.lingerMs(), stamps);
+        return 0;
+      }
       default -> {
         // NONE: the fault comes from outside; IDLE: the wait below is the fault
       }
     }
     return Math.max(drawn, arm.lingerMs());
+  }
+
+  /** The functions the user-SQL actions call; the suite creates them before the candidates run. */
+  static final String FUNCTIONS =
+      "CREATE OR REPLACE FUNCTION retsu_test_release(k bigint) RETURNS boolean LANGUAGE sql AS"
+          + " 'SELECT pg_advisory_unlock(k)'; CREATE OR REPLACE FUNCTION retsu_test_tidy()"
+          + " RETURNS void LANGUAGE sql AS 'RESET ALL'";
+
+  /**
+   * User SQL on the key's own session whose text at that moment does not say it releases the key
+   * (or resets the session): a function, a statement prepared (and checked) before it runs, an
+   * escaped name; or plain {@code RESET ALL}.
+   */
+  private static void userSql(LeaderContext ctx, Action action) throws SQLException {
+    long key = ctx.term().key().value();
+    Connection c = ctx.connection();
+    switch (action) {
+      case UNLOCK_PREPARED -> {
+        try (java.sql.PreparedStatement ps = c.prepareStatement("SELECT pg_advisory_unlock(?)")) {
+          ps.setLong(1, key);
+          ctx.ensureLeader(); // prepared, not run: the key is still held
+          ps.execute();
+        }
+      }
+      case UNLOCK_FUNCTION -> run(c, "SELECT retsu_test_release(" + key + "::int8)");
+      case UNLOCK_ESCAPED -> run(c, "SELECT U&\"pg_advisory_\\0075nlock\"(" + key + "::int8)");
+      case RESET_ALL -> run(c, "RESET ALL");
+      case RESET_FUNCTION -> run(c, "SELECT retsu_test_tidy()");
+      default -> throw new IllegalArgumentException("not a user-SQL action: " + action);
+    }
+  }
+
+  private static void run(Connection c, String sql) throws SQLException {
+    try (Statement s = c.createStatement()) {
+      s.execute(sql);
+    }
+  }
+
+  /**
+   * A task that never stops using its session: for {@code lingerMs}, a statement, a check (stamped
+   * CHECK), 20 ms, and again. It stops by throwing when the term ends under it.
+   */
+  private static void keepWorking(LeaderContext ctx, long lingerMs, Stamps stamps)
+      throws SQLException, InterruptedException {
+    long until = System.nanoTime() + lingerMs * 1_000_000L;
+    while (System.nanoTime() < until) {
+      run(ctx.connection(), "SELECT 1");
+      ctx.ensureLeader();
+      stamps.check(ctx);
+      Thread.sleep(20);
+    }
   }
 
   private static void restoreAutoCommit(Connection c, boolean committed) {

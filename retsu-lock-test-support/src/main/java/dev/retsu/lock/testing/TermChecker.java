@@ -143,9 +143,34 @@ public final class TermChecker {
    *     partition, pause, server timeout, user unlock), as opposed to faults the library handles
    *     itself (the task throws or hangs, a graceful close)
    * @param label fault and phase, for messages
+   * @param allowanceNanos how long after the injection a check of the hit term may still pass
+   *     although a newer term has started: zero for every fault the library must see at once; the
+   *     stated bound for a fault it can only find by a later proof (user SQL that releases the key
+   *     through a function: one {@code heartbeatInterval}). A check later than that is a violation.
    */
   public record Injection(
-      int round, String member, String term, long nanos, boolean serverSide, String label) {
+      int round,
+      String member,
+      String term,
+      long nanos,
+      boolean serverSide,
+      String label,
+      long allowanceNanos) {
+
+    /**
+     * An injection with no allowance.
+     *
+     * @param round the scenario's round
+     * @param member the candidate it hit
+     * @param term the term it hit
+     * @param nanos when it was injected
+     * @param serverSide whether it can free the lock without the library
+     * @param label fault and phase, for messages
+     */
+    public Injection(
+        int round, String member, String term, long nanos, boolean serverSide, String label) {
+      this(round, member, term, nanos, serverSide, label, 0);
+    }
 
     /**
      * Returns {@code member#term}.
@@ -305,8 +330,14 @@ public final class TermChecker {
       if (t.lastEffect() > n.start()) {
         residual = Math.max(residual, t.lastEffect() - n.start());
       }
-      // The guarantee: no check of this term passes once a newer term has started.
-      List<Long> late = t.checks().stream().filter(c -> c > n.start()).toList();
+      // The guarantee: no check of this term passes once a newer term has started (beyond the
+      // stated bound of a fault only a later proof can find).
+      Injection hit = serverFaulted.get(t.id());
+      long allowedUntil =
+          hit == null || hit.allowanceNanos() == 0
+              ? n.start()
+              : Math.max(n.start(), hit.nanos() + hit.allowanceNanos());
+      List<Long> late = t.checks().stream().filter(c -> c > allowedUntil).toList();
       if (!late.isEmpty()) {
         violations.add(
             violation(

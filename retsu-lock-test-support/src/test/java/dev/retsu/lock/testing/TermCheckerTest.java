@@ -60,6 +60,28 @@ class TermCheckerTest {
   }
 
   @Test
+  void aFaultWithAnAllowanceToleratesLateChecksWithinItAndFlagsTheFirstBeyond() {
+    at(0, "a", "ACQUIRED", "1", "1/10", "100");
+    at(120, "b", "ACQUIRED", "1", "1/11", "101");
+    at(150, "a", "CHECK", "1", "1/10"); // 50 ms after the fault: within its 80 ms allowance
+    at(190, "a", "CHECK", "1", "1/10"); // 90 ms after: beyond it
+    at(200, "a", "LOST", "1", "LOCK_NOT_HELD");
+    at(300, "b", "LOST", "1", "CLOSED");
+    List<TermChecker.Injection> faults =
+        List.of(
+            new TermChecker.Injection(1, "a", "1", 100 * MS, true, "unlock-function@PRE", 80 * MS));
+    TermChecker.Result r = TermChecker.analyse(timeline, Set.of(), faults);
+    assertThat(r.violations())
+        .singleElement()
+        .asString()
+        .contains("CHECK AFTER A NEWER TERM STARTED")
+        .contains("70.0 ms") // the first one beyond the allowance, 70 ms after b began
+        .contains("1 such check(s)");
+    timeline.remove(3);
+    assertThat(TermChecker.analyse(timeline, Set.of(), faults).violations()).isEmpty();
+  }
+
+  @Test
   void effectAfterTheNextTermOfALockOnlyTheLibraryReleasesFails() {
     at(0, "a", "ACQUIRED", "1", "1/10", "100");
     at(50, "a", "CHECK", "1", "1/10");
