@@ -1,34 +1,26 @@
 package dev.retsu.lock;
 
 import dev.retsu.lock.internal.Checks;
-import dev.retsu.lock.internal.PgSession;
-import dev.retsu.lock.internal.SessionTerminator;
+import dev.retsu.lock.internal.Diagnostics;
+import dev.retsu.lock.internal.TimeSource;
+import dev.retsu.lock.internal.loop.LockWaiter;
+import dev.retsu.lock.internal.session.Holders;
+import dev.retsu.lock.internal.session.LockSession;
+import dev.retsu.lock.internal.session.Session;
+import dev.retsu.lock.internal.session.SessionOpener;
+import dev.retsu.lock.internal.session.SessionTerminator;
 import java.lang.management.ManagementFactory;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.security.SecureRandom;
-import java.sql.Array;
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
-import java.sql.SQLException;
-import java.sql.Statement;
-import java.sql.Timestamp;
 import java.time.Duration;
-import java.time.Instant;
-import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.UUID;
-import java.util.concurrent.Executor;
 import java.util.regex.Pattern;
 import javax.sql.DataSource;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * One advisory lock in one database, for one candidate: {@link #tryAcquire()} takes it without
@@ -71,28 +63,32 @@ public final class AdvisoryLock {
   /** Prefix of the {@code application_name} a lease sets on its session. */
   public static final String APPLICATION_NAME_PREFIX = "retsu-lock:";
 
-  static final Executor DIRECT = Runnable::run;
-  private static final Logger LOG = LoggerFactory.getLogger(AdvisoryLock.class);
   private static final Pattern SETTING_NAME = Pattern.compile("[a-z_][a-z0-9_]*(\\.[a-z0-9_]+)?");
 
-  private final DataSource dataSource;
   private final LockKey key;
   private final String candidateId;
   private final Duration roundTripTimeout;
-  private final Map<String, String> sessionSettings;
-  private final String context;
+  private final SessionOpener.Spec spec;
 
   private AdvisoryLock(Builder b) {
-    this.dataSource = b.dataSource;
     this.key = b.key;
     this.candidateId = b.candidateId != null ? b.candidateId : defaultCandidateId();
     this.roundTripTimeout = b.roundTripTimeout;
-    Map<String, String> settings = new LinkedHashMap<>();
-    settings.put("application_name", applicationName(candidateId));
-    settings.putAll(b.sessionSettings);
-    this.sessionSettings = Collections.unmodifiableMap(settings);
-    this.context = Diagnostics.context(key, candidateId);
-    SessionTerminator.prepare(dataSource); // no reflection later, when a release must be quick
+    // A plain lease has no heartbeat and no self-fencing deadline: it proves what it holds when
+    // verify() asks, reading pg_locks once user code has used the session.
+    this.spec =
+        new SessionOpener.Spec(
+            b.dataSource,
+            key,
+            candidateId,
+            Diagnostics.context(key, candidateId),
+            applicationName(candidateId),
+            Collections.unmodifiableMap(new LinkedHashMap<>(b.sessionSettings)),
+            roundTripTimeout,
+            Checks.MAX_DURATION,
+            Checks.MAX_DURATION,
+            TimeSource.SYSTEM);
+    SessionTerminator.prepare(b.dataSource); // no reflection later, when a release must be quick
   }
 
   /**
@@ -166,23 +162,8 @@ public final class AdvisoryLock {
     return roundTripTimeout;
   }
 
-  DataSource dataSource() {
-    return dataSource;
-  }
-
-  String context() {
-    return context;
-  }
-
-  int timeoutMillis() {
-    return (int) roundTripTimeout.toMillis();
-  }
-
-  String applicationName() {
-    return sessionSettings.get("application_name");
-  }
-
-  private static String applicationName(String candidateId) {
+  /** The {@code application_name} of a candidate's sessions, cut to PostgreSQL's 63 bytes. */
+  static String applicationName(String candidateId) {
     String name = APPLICATION_NAME_PREFIX + candidateId;
     return name.length() > 63 ? name.substring(0, 63) : name;
   }
@@ -197,65 +178,8 @@ public final class AdvisoryLock {
    *     SQLException is the cause); the session is ended, never returned to a pool
    */
   public Optional<AdvisoryLockLease> tryAcquire() {
-    Connection conn = borrow();
-    boolean settled = false;
-    try {
-      int previousTimeout = conn.getNetworkTimeout();
-      boolean autoCommit = prepare(conn);
-      Attempt a;
-      String marker = newMarker();
-      try (PreparedStatement ps = conn.prepareStatement(SessionSql.tryLock(key))) {
-        int next = bindSettings(conn, ps, 1);
-        ps.setString(next++, marker);
-        next = key.bindArguments(ps, next);
-        next = key.bindLocks(ps, next);
-        next = key.bindArguments(ps, next);
-        key.bindArguments(ps, next);
-        try (ResultSet rs = ps.executeQuery()) {
-          rs.next();
-          a =
-              new Attempt(
-                  rs.getInt(1),
-                  rs.getBoolean(2),
-                  rs.getBoolean(3),
-                  rs.getBoolean(4),
-                  rs.getArray(5),
-                  rs.getString(6));
-        }
-      }
-      refuseUnsafe(a.pid, a.inRecovery, a.alreadyHeld);
-      if (!a.locked) {
-        conn.setNetworkTimeout(DIRECT, previousTimeout);
-        if (!autoCommit) {
-          conn.setAutoCommit(false); // hand it back as we found it
-        }
-        settled = true;
-        conn.close();
-        LOG.debug("{} Lock held elsewhere", context);
-        return Optional.empty();
-      }
-      List<String> applied = applied(a.settings);
-      conn.setNetworkTimeout(DIRECT, previousTimeout);
-      if (Thread.currentThread().isInterrupted()) {
-        throw new AdvisoryLockException(
-            "Interrupted while acquiring; the session was ended",
-            key,
-            candidateId,
-            new InterruptedException());
-      }
-      AdvisoryLockLease lease =
-          new AdvisoryLockLease(this, conn, a.pid, Instant.now(), applied, a.database, marker);
-      settled = true;
-      LOG.debug("{} Lock acquired on backend pid {} in database {}", context, a.pid, a.database);
-      return Optional.of(lease);
-    } catch (SQLException e) {
-      throw failed("Acquiring failed", e);
-    } finally {
-      if (!settled) {
-        // No statement on it: a refused session may be a backend shared with another client.
-        SessionTerminator.endSession(dataSource, conn, true, context);
-      }
-    }
+    Optional<LockSession> s = SessionOpener.tryLock(spec);
+    return s.isEmpty() ? Optional.empty() : Optional.of(new AdvisoryLockLease(this, s.get()));
   }
 
   /**
@@ -278,115 +202,10 @@ public final class AdvisoryLock {
    */
   public Optional<AdvisoryLockLease> acquire(Duration maxWait) {
     Checks.atLeast("maxWait", maxWait, Duration.ofMillis(10));
-    try (LockWaiter waiter = LockWaiter.open(this, maxWait)) {
-      return waiter.await();
+    try (LockWaiter waiter = LockWaiter.open(spec, maxWait)) {
+      Optional<Session> s = waiter.await();
+      return s.isEmpty() ? Optional.empty() : Optional.of(new AdvisoryLockLease(this, s.get()));
     }
-  }
-
-  /** A fresh session marker (see {@link SessionSql#MARKER}); unique per session we lock on. */
-  static String newMarker() {
-    return UUID.randomUUID().toString();
-  }
-
-  private record Attempt(
-      int pid,
-      boolean inRecovery,
-      boolean alreadyHeld,
-      boolean locked,
-      Array settings,
-      String database) {}
-
-  AdvisoryLockException failed(String what, SQLException e) {
-    return new AdvisoryLockException(
-        what + " (SQLState " + e.getSQLState() + "); the session was ended", key, candidateId, e);
-  }
-
-  void refuseUnsafe(int pid, boolean inRecovery, boolean alreadyHeld) {
-    if (inRecovery) {
-      throw Refusals.hotStandby(key, candidateId);
-    }
-    if (alreadyHeld) {
-      throw Refusals.alreadyHeld(pid, key, candidateId);
-    }
-  }
-
-  Connection borrow() {
-    try {
-      return dataSource.getConnection();
-    } catch (SQLException e) {
-      throw new AdvisoryLockException(
-          "Cannot connect to the database (SQLState " + e.getSQLState() + ")", key, candidateId, e);
-    }
-  }
-
-  /**
-   * Bounds our own round trips and ends any transaction the borrowed connection is in (rolled back:
-   * a session lock taken inside it would outlive it, and the session would idle in it).
-   *
-   * @return the connection's autocommit as borrowed
-   */
-  boolean prepare(Connection conn) throws SQLException {
-    conn.setNetworkTimeout(DIRECT, timeoutMillis());
-    boolean autoCommit = conn.getAutoCommit();
-    if (!autoCommit) {
-      conn.rollback();
-      conn.setAutoCommit(true);
-    } else if (PgSession.transaction(conn) == PgSession.Transaction.OPEN
-        || PgSession.transaction(conn) == PgSession.Transaction.FAILED) {
-      try (Statement s = conn.createStatement()) {
-        s.execute("ROLLBACK");
-      }
-    }
-    return autoCommit;
-  }
-
-  /**
-   * Gives the client's socket the same keepalives the server side gets, when they are configured
-   * (see {@link ServerBounds}), so a client blocked in a long wait notices a dead server or a
-   * healed partition as fast as the server notices a dead client.
-   *
-   * @return true if they are on
-   */
-  boolean clientKeepalives(Connection conn) {
-    String idle = sessionSettings.get("tcp_keepalives_idle");
-    String interval = sessionSettings.get("tcp_keepalives_interval");
-    String count = sessionSettings.get("tcp_keepalives_count");
-    if (idle == null || interval == null || count == null) {
-      return false;
-    }
-    try {
-      return PgSession.clientKeepalives(
-          conn, Integer.parseInt(idle), Integer.parseInt(interval), Integer.parseInt(count));
-    } catch (NumberFormatException e) {
-      LOG.debug("{} Keepalive settings are not whole seconds; client keepalives stay off", context);
-      return false;
-    }
-  }
-
-  /** Binds the session settings as two text arrays; returns the next free index. */
-  int bindSettings(Connection conn, PreparedStatement ps, int index) throws SQLException {
-    ps.setArray(index, conn.createArrayOf("text", sessionSettings.keySet().toArray()));
-    ps.setArray(index + 1, conn.createArrayOf("text", sessionSettings.values().toArray()));
-    return index + 2;
-  }
-
-  /**
-   * The settings the server applied, without {@code application_name} (always set); logs those it
-   * does not know.
-   */
-  List<String> applied(Array names) throws SQLException {
-    List<String> applied = new ArrayList<>();
-    if (names != null) {
-      Collections.addAll(applied, (String[]) names.getArray());
-    }
-    applied.remove("application_name");
-    if (applied.size() < sessionSettings.size() - 1) {
-      List<String> missing = new ArrayList<>(sessionSettings.keySet());
-      missing.remove("application_name");
-      missing.removeAll(applied);
-      LOG.debug("{} The server does not know the session settings {}; skipped", context, missing);
-    }
-    return Collections.unmodifiableList(applied);
   }
 
   /**
@@ -396,37 +215,17 @@ public final class AdvisoryLock {
    * @throws AdvisoryLockException if the query fails
    */
   public Optional<LockHolder> currentHolder() {
-    try (Connection conn = dataSource.getConnection()) {
-      int previous = conn.getNetworkTimeout();
-      conn.setNetworkTimeout(DIRECT, timeoutMillis());
-      try (PreparedStatement ps = conn.prepareStatement(SessionSql.currentHolder(key))) {
-        key.bindLocks(ps, 1);
-        try (ResultSet rs = ps.executeQuery()) {
-          if (!rs.next()) {
-            return Optional.empty();
-          }
-          Timestamp since = rs.getTimestamp(5);
-          return Optional.of(
-              new LockHolder(
-                  rs.getInt(1),
-                  rs.getString(2),
-                  rs.getString(3),
-                  Optional.ofNullable(rs.getString(4)),
-                  Optional.ofNullable(since).map(Timestamp::toInstant),
-                  rs.getString(6)));
-        }
-      } finally {
-        conn.setNetworkTimeout(DIRECT, previous);
-      }
-    } catch (SQLException e) {
-      throw new AdvisoryLockException(
-          "Cannot read the current holder (SQLState " + e.getSQLState() + ")", key, candidateId, e);
-    }
+    return Holders.current(spec);
+  }
+
+  /** How the lock's sessions are opened (the loop's tests open sessions with it). */
+  SessionOpener.Spec spec() {
+    return spec;
   }
 
   @Override
   public String toString() {
-    return "AdvisoryLock" + context;
+    return "AdvisoryLock" + spec.context();
   }
 
   /** Options of an {@link AdvisoryLock}. Not thread-safe; {@link #build()} copies them. */

@@ -1,5 +1,6 @@
 package dev.retsu.lock;
 
+import dev.retsu.lock.internal.Diagnostics;
 import java.util.Objects;
 import java.util.Optional;
 

@@ -1,5 +1,14 @@
 package dev.retsu.lock;
 
+import dev.retsu.lock.internal.Lifecycle;
+import dev.retsu.lock.internal.loop.LoopSettings;
+import dev.retsu.lock.internal.loop.LoopTerm;
+import dev.retsu.lock.internal.loop.Standby;
+import dev.retsu.lock.internal.session.Session;
+import dev.retsu.lock.internal.term.SessionWatchdog;
+import dev.retsu.lock.internal.term.TermListeners;
+import dev.retsu.lock.internal.term.TermState;
+import dev.retsu.lock.internal.term.Wakeup;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
@@ -8,7 +17,6 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
@@ -63,32 +71,31 @@ public final class LeaderLoop implements AutoCloseable {
 
   private final LoopSettings settings;
   private final String context;
-  private final Listeners listeners;
+  private final TermListeners listeners;
   private final Standby standby;
   private final Wakeup wakeup;
-  private final AtomicReference<State> state = new AtomicReference<>(State.NEW);
+  private final Lifecycle lifecycle = new Lifecycle();
   private final AtomicBoolean closing = new AtomicBoolean();
 
   /** One supplier for every term, linked once: not a new method reference at each takeover. */
   private final BooleanSupplier isClosing = closing::get;
 
   private final CountDownLatch finished = new CountDownLatch(1);
-  private volatile LeaderTerm current;
+  private volatile LoopTerm current;
   private volatile Thread runner;
-  private volatile Throwable failure;
   private long termCounter;
 
   LeaderLoop(LoopSettings settings) {
     this(settings, new Standby(settings));
   }
 
-  /** A loop on the given standby: unit tests pass one whose attempts return stub leases. */
+  /** A loop on the given standby: unit tests pass one whose attempts return stub sessions. */
   LeaderLoop(LoopSettings settings, Standby standby) {
     this.settings = settings;
     this.context = settings.context();
-    this.listeners = new Listeners(settings.listeners(), context);
+    this.listeners = new TermListeners(settings.term().listeners(), context);
     this.standby = standby;
-    this.wakeup = new Wakeup(settings.time(), isClosing);
+    this.wakeup = new Wakeup(settings.term().time(), isClosing);
   }
 
   /** The validated settings this loop runs with (tests in this package read them). */
@@ -113,7 +120,7 @@ public final class LeaderLoop implements AutoCloseable {
    * @return the key
    */
   public LockKey key() {
-    return settings.lock().key();
+    return settings.key();
   }
 
   /**
@@ -122,7 +129,7 @@ public final class LeaderLoop implements AutoCloseable {
    * @return the id
    */
   public String candidateId() {
-    return settings.lock().candidateId();
+    return settings.candidateId();
   }
 
   /**
@@ -144,7 +151,7 @@ public final class LeaderLoop implements AutoCloseable {
    * @throws AdvisoryLockException if the query fails
    */
   public Optional<LockHolder> currentHolder() {
-    return settings.lock().currentHolder();
+    return dev.retsu.lock.internal.session.Holders.current(settings.spec());
   }
 
   /**
@@ -176,7 +183,7 @@ public final class LeaderLoop implements AutoCloseable {
    * @return the state
    */
   public State state() {
-    return state.get();
+    return State.valueOf(lifecycle.phase().name());
   }
 
   /**
@@ -185,7 +192,7 @@ public final class LeaderLoop implements AutoCloseable {
    * @return the failure, or empty
    */
   public Optional<Throwable> failure() {
-    return Optional.ofNullable(failure);
+    return lifecycle.failure();
   }
 
   /**
@@ -195,8 +202,8 @@ public final class LeaderLoop implements AutoCloseable {
    * @return true while leading
    */
   public boolean isLeader() {
-    LeaderTerm t = current;
-    return t != null && t.isLeader();
+    LoopTerm t = current;
+    return t != null && t.state().isLeader();
   }
 
   /**
@@ -205,8 +212,8 @@ public final class LeaderLoop implements AutoCloseable {
    * @return the term, or empty when not leading
    */
   public Optional<Term> currentTerm() {
-    LeaderTerm t = current;
-    return t == null || t.ended() ? Optional.empty() : Optional.of(t.term());
+    LoopTerm t = current;
+    return t == null || t.state().ended() ? Optional.empty() : Optional.of(t.state().term());
   }
 
   /**
@@ -271,21 +278,19 @@ public final class LeaderLoop implements AutoCloseable {
    */
   public void run(LeaderTask task) {
     Objects.requireNonNull(task, "task");
-    if (!state.compareAndSet(State.NEW, State.RUNNING)) {
-      throw new IllegalStateException(
-          "A LeaderLoop runs once; this one is " + state.get() + " " + context);
-    }
+    lifecycle.start("A LeaderLoop runs once", context);
     runner = Thread.currentThread();
     LOG.info("{} Leader loop started ({})", context, settings.summary());
+    SessionWatchdog watchdog = SessionWatchdog.start(settings.term().time(), candidateId());
     try {
-      contend(task);
-      state.set(State.CLOSED);
+      contend(task, watchdog);
+      lifecycle.close();
     } catch (RuntimeException | Error e) {
-      failure = e;
-      state.set(State.FAILED);
+      lifecycle.fail(e);
       LOG.error("{} Leader loop failed; this candidate no longer contends", context, e);
       throw e;
     } finally {
+      watchdog.stop();
       standby.close();
       runner = null;
       finished.countDown();
@@ -297,44 +302,43 @@ public final class LeaderLoop implements AutoCloseable {
    * The contend loop: attempt; when the lock is won, take the fencing token and lead the term until
    * it ends; then the standby says how long to wait, or ends the loop (the failure policy).
    */
-  private void contend(LeaderTask task) {
+  private void contend(LeaderTask task, SessionWatchdog watchdog) {
     while (!closing.get()) {
-      long started = settings.time().nanoTime();
-      Optional<TermLease> lease = Optional.empty();
-      LeaderTerm term;
+      long started = settings.term().time().nanoTime();
+      Optional<Session> won = Optional.empty();
+      LoopTerm term;
       try {
-        lease = standby.attempt();
-        if (lease.isEmpty()) {
+        won = standby.attempt();
+        if (won.isEmpty()) {
           listeners.attempt(AttemptResult.HELD_ELSEWHERE, since(started), null);
           if (!wakeup.pause(standby.afterHeldElsewhere())) {
             return;
           }
           continue;
         }
-        term = TermRunner.begin(lease.get(), termCounter + 1, settings, listeners);
+        term = LoopTerm.begin(won.get(), termCounter + 1, settings, listeners, isClosing);
       } catch (AdvisoryLockException e) {
         listeners.attempt(AttemptResult.ERROR, since(started), e);
         if (closing.get()
             || e.getCause() instanceof InterruptedException
-            || !wakeup.pause(standby.afterFailure(e, lease.isPresent()))) {
+            || !wakeup.pause(standby.afterFailure(e, won.isPresent()))) {
           return;
         }
         continue;
       }
       termCounter++;
       current = term;
-      TermRunner runner = new TermRunner(term, listeners, wakeup, isClosing);
-      LossReason reason = runner.lead(task, since(started));
+      LossReason reason = term.lead(task, since(started), listeners, watchdog, isClosing);
       current = null;
-      if (reason == LossReason.CLOSED
-          || !wakeup.pause(standby.afterTerm(term, runner.refreshes()))) {
+      TermState ended = term.state();
+      if (reason == LossReason.CLOSED || !wakeup.pause(standby.afterTerm(ended))) {
         return;
       }
     }
   }
 
   private Duration since(long startNanos) {
-    return Duration.ofNanos(settings.time().nanoTime() - startNanos);
+    return Duration.ofNanos(settings.term().time().nanoTime() - startNanos);
   }
 
   /**
@@ -348,10 +352,12 @@ public final class LeaderLoop implements AutoCloseable {
     if (!closing.compareAndSet(false, true)) {
       return;
     }
-    state.compareAndSet(State.NEW, State.CLOSED);
+    if (lifecycle.phase() == Lifecycle.Phase.NEW) {
+      lifecycle.close();
+    }
     wakeup.wakeAll();
     standby.close();
-    LeaderTerm t = current;
+    LoopTerm t = current;
     if (t != null) {
       t.close();
     }
@@ -360,9 +366,11 @@ public final class LeaderLoop implements AutoCloseable {
       return;
     }
     try {
-      if (!finished.await(settings.closeTimeout().toMillis(), TimeUnit.MILLISECONDS)) {
+      if (!finished.await(settings.term().closeTimeout().toMillis(), TimeUnit.MILLISECONDS)) {
         LOG.warn(
-            "{} run() has not returned within {} of close()", context, settings.closeTimeout());
+            "{} run() has not returned within {} of close()",
+            context,
+            settings.term().closeTimeout());
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
@@ -371,6 +379,6 @@ public final class LeaderLoop implements AutoCloseable {
 
   @Override
   public String toString() {
-    return "LeaderLoop" + context + "{" + state.get() + (isLeader() ? ", leader" : "") + "}";
+    return "LeaderLoop" + context + "{" + state() + (isLeader() ? ", leader" : "") + "}";
   }
 }

@@ -1,12 +1,11 @@
 package dev.retsu.lock;
 
+import dev.retsu.lock.internal.Checks;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.security.GeneralSecurityException;
 import java.security.MessageDigest;
-import java.sql.PreparedStatement;
-import java.sql.SQLException;
 import java.util.Objects;
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
@@ -90,7 +89,7 @@ public final class LockKey {
     if (namespace.indexOf(':') >= 0) {
       throw new IllegalArgumentException(
           "namespace must not contain ':' (it separates namespace and name), but was \""
-              + Diagnostics.shorten(namespace)
+              + Checks.shorten(namespace)
               + "\"");
     }
     if (name.isEmpty()) {
@@ -179,53 +178,6 @@ public final class LockKey {
     return second;
   }
 
-  /** Returns {@code "?"} or {@code "?, ?"}: the arguments of the advisory lock functions. */
-  String sqlArguments() {
-    return pair ? "?::int4, ?::int4" : "?::int8";
-  }
-
-  /** The {@code pg_locks} predicate for this key, on a table alias; see {@link #bindLocks}. */
-  String pgLocksPredicate(String alias) {
-    String a = alias + ".";
-    if (pair) {
-      return a
-          + "objsubid = 2 AND "
-          + a
-          + "classid = ?::int4::oid AND "
-          + a
-          + "objid = ?::int4::oid";
-    }
-    return a
-        + "objsubid = 1 AND "
-        + a
-        + "classid = ((?::int8 >> 32) & 4294967295)::oid AND "
-        + a
-        + "objid = (?::int8 & 4294967295)::oid";
-  }
-
-  /** Binds {@link #sqlArguments()} from {@code index}; returns the next free index. */
-  int bindArguments(PreparedStatement ps, int index) throws SQLException {
-    if (pair) {
-      ps.setInt(index, first);
-      ps.setInt(index + 1, second);
-    } else {
-      ps.setLong(index, value);
-    }
-    return index + (pair ? 2 : 1);
-  }
-
-  /** Binds {@link #pgLocksPredicate(String)} from {@code index}; returns the next free index. */
-  int bindLocks(PreparedStatement ps, int index) throws SQLException {
-    if (pair) {
-      ps.setInt(index, first);
-      ps.setInt(index + 1, second);
-    } else {
-      ps.setLong(index, value);
-      ps.setLong(index + 1, value);
-    }
-    return index + 2;
-  }
-
   @Override
   public boolean equals(Object o) {
     if (this == o) {
@@ -258,7 +210,7 @@ public final class LockKey {
         pair
             ? String.format("(0x%08x, 0x%08x) = (%d, %d)", first, second, first, second)
             : String.format("0x%016x (%d)", value, value);
-    return label == null ? text : Diagnostics.shorten(label) + " " + text;
+    return label == null ? text : Checks.shorten(label) + " " + text;
   }
 
   private static byte[] sha256(byte[] input) {

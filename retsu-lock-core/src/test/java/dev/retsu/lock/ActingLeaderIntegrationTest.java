@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import dev.retsu.lock.internal.loop.LockWaiter;
+import dev.retsu.lock.internal.session.KeySql;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
 import java.sql.Connection;
@@ -55,7 +57,7 @@ class ActingLeaderIntegrationTest {
     List<Integer> pids =
         db.queryInts(
             "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND "
-                + key.pgLocksPredicate("pg_locks"),
+                + KeySql.pgLocksPredicate(key, "pg_locks"),
             TestKeys.lockArguments(key));
     return pids.stream().findFirst();
   }
@@ -307,7 +309,7 @@ class ActingLeaderIntegrationTest {
   private static int waitingFor(TestDatabase db, LockKey key) throws SQLException {
     return db.queryInts(
             "SELECT count(*)::int FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND "
-                + key.pgLocksPredicate("pg_locks"),
+                + KeySql.pgLocksPredicate(key, "pg_locks"),
             TestKeys.lockArguments(key))
         .get(0);
   }
@@ -496,7 +498,7 @@ class ActingLeaderIntegrationTest {
     LockKey key = TestKeys.next();
     try (SharedBackendDataSource shared = new SharedBackendDataSource(db)) {
       AdvisoryLock lock = AdvisoryLock.of(shared, key);
-      try (LockWaiter waiter = LockWaiter.open(lock, Duration.ofSeconds(1))) {
+      try (LockWaiter waiter = LockWaiter.open(lock.spec(), Duration.ofSeconds(1))) {
         AdvisoryLockLease holder = lock.tryAcquire().orElseThrow();
         assertThatThrownBy(waiter::await).isInstanceOf(UnsafeSessionException.class);
         assertThat(holder.isHeld()).isTrue();

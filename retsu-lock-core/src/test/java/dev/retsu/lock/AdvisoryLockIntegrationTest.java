@@ -6,6 +6,8 @@ import static org.awaitility.Awaitility.await;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import dev.retsu.lock.internal.loop.LockWaiter;
+import dev.retsu.lock.internal.session.KeySql;
 import dev.retsu.lock.oddpool.HidingClassLoader;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
@@ -79,7 +81,7 @@ class AdvisoryLockIntegrationTest {
                   db.queryInts(
                               "SELECT count(*)::int FROM pg_locks WHERE locktype = 'advisory' AND NOT"
                                   + " granted AND "
-                                  + key.pgLocksPredicate("pg_locks"),
+                                  + KeySql.pgLocksPredicate(key, "pg_locks"),
                               TestKeys.lockArguments(key))
                           .get(0)
                       == 1);
@@ -340,7 +342,7 @@ class AdvisoryLockIntegrationTest {
       assertThatThrownBy(
               () ->
                   LockWaiter.open(
-                          AdvisoryLock.of(new SharedBackendDataSource(shared), other),
+                          AdvisoryLock.of(new SharedBackendDataSource(shared), other).spec(),
                           Duration.ofSeconds(1))
                       .await())
           .isInstanceOfSatisfying(

@@ -1,5 +1,6 @@
 package dev.retsu.lock;
 
+import dev.retsu.lock.internal.TimeSource;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -13,34 +14,41 @@ import java.util.concurrent.locks.LockSupport;
  * clock moves with the monotonic one unless a test moves it alone (a suspend the monotonic clock
  * does not see).
  */
-class FakeTime extends TimeSource {
+public class FakeTime extends TimeSource {
 
-  final AtomicLong nanos = new AtomicLong(1_000_000_000L);
-  final AtomicLong wallOffsetMillis = new AtomicLong(1_800_000_000_000L);
-  final List<Duration> sleeps = new CopyOnWriteArrayList<>();
+  public final AtomicLong nanos = new AtomicLong(1_000_000_000L);
+  public final AtomicLong wallOffsetMillis = new AtomicLong(1_800_000_000_000L);
+  public final List<Duration> sleeps = new CopyOnWriteArrayList<>();
+
+  /** When set, waits pass real time (a millisecond) and do not move the clock. */
+  private volatile boolean frozen;
 
   /** Called on every simulated wait, before the clock moves; for tests that sample meanwhile. */
-  void onWait(Duration d) throws InterruptedException {}
+  public void onWait(Duration d) throws InterruptedException {}
 
   @Override
-  long nanoTime() {
+  public long nanoTime() {
     return nanos.get();
   }
 
   @Override
-  long wallMillis() {
+  public long wallMillis() {
     return wallOffsetMillis.get() + nanos.get() / 1_000_000L;
   }
 
   @Override
-  Instant now() {
+  public Instant now() {
     return Instant.ofEpochMilli(wallMillis());
   }
 
   @Override
-  long awaitNanos(Condition condition, long waitNanos) throws InterruptedException {
+  public long awaitNanos(Condition condition, long waitNanos) throws InterruptedException {
     if (Thread.interrupted()) {
       throw new InterruptedException();
+    }
+    if (frozen) {
+      Thread.sleep(1);
+      return 0;
     }
     Duration d = Duration.ofNanos(waitNanos);
     onWait(d);
@@ -51,25 +59,33 @@ class FakeTime extends TimeSource {
   }
 
   @Override
-  void park(long parkNanos) {
+  public void park(long parkNanos) {
     LockSupport.parkNanos(this, Math.min(parkNanos, 1_000_000L));
   }
 
   @Override
-  boolean simulated() {
+  public boolean simulated() {
     return true;
   }
 
-  void advance(Duration d) {
+  /**
+   * Stops waits from moving the clock: only {@link #advance} does, so several threads waiting on
+   * one clock cannot push one another past their deadlines.
+   */
+  public void freeze() {
+    frozen = true;
+  }
+
+  public void advance(Duration d) {
     nanos.addAndGet(d.toNanos());
   }
 
   /** Moves only the wall clock, as a system suspend does. */
-  void suspend(Duration d) {
+  public void suspend(Duration d) {
     wallOffsetMillis.addAndGet(d.toMillis());
   }
 
-  Duration elapsedSince(long start) {
+  public Duration elapsedSince(long start) {
     return Duration.ofNanos(nanos.get() - start);
   }
 }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import dev.retsu.lock.internal.session.SessionSql;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
 import java.sql.Connection;
@@ -107,7 +108,7 @@ class LeaderGroupSessionIntegrationTest {
     await().atMost(WITHIN).until(() -> g.heldCount() == 4);
     int pid = g.sessionPid(g.keys().get(0)).orElseThrow();
     // The session is idle between heartbeats; pg_stat_activity shows its last statement.
-    await().atMost(WITHIN).until(() -> lastQuery(db, pid).equals(GroupSql.quickProof()));
+    await().atMost(WITHIN).until(() -> lastQuery(db, pid).equals(SessionSql.quickProof()));
     // Several heartbeats later it still has not read pg_locks.
     await()
         .during(Duration.ofMillis(800))

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import dev.retsu.lock.internal.session.KeySql;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
 import java.time.Duration;
@@ -191,7 +192,7 @@ class LeaderLoopFakeTimeIntegrationTest {
     FakeTime time =
         new FakeTime() {
           @Override
-          void onWait(Duration d) {
+          public void onWait(Duration d) {
             // The simulated backoff passes at once, but the server frees the ended session's lock
             // in real time: wait for that, as the backoff's real seconds would have. Otherwise the
             // next attempt may find the dying backend still holding it (HELD_ELSEWHERE, a jittered
@@ -207,7 +208,7 @@ class LeaderLoopFakeTimeIntegrationTest {
                         db.queryInts(
                                 "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted"
                                     + " AND "
-                                    + key.pgLocksPredicate("pg_locks"),
+                                    + KeySql.pgLocksPredicate(key, "pg_locks"),
                                 TestKeys.lockArguments(key))
                             .isEmpty());
           }

@@ -108,7 +108,7 @@ class LeaderLoopIntegrationTest {
                   .timeSource(
                       new FakeTime() {
                         @Override
-                        void onWait(Duration d) throws InterruptedException {
+                        public void onWait(Duration d) throws InterruptedException {
                           borrowedWhileStandbyWaits.add(
                               pool.getHikariPoolMXBean().getActiveConnections());
                           Thread.sleep(20);

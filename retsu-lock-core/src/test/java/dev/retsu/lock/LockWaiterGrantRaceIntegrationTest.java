@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import dev.retsu.lock.internal.loop.LockWaiter;
+import dev.retsu.lock.internal.session.KeySql;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
 import java.lang.reflect.InvocationTargetException;
@@ -49,7 +51,7 @@ class LockWaiterGrantRaceIntegrationTest {
   private static List<Integer> holders(TestDatabase db, LockKey key) throws SQLException {
     return db.queryInts(
         "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND "
-            + key.pgLocksPredicate("pg_locks"),
+            + KeySql.pgLocksPredicate(key, "pg_locks"),
         TestKeys.lockArguments(key));
   }
 
@@ -74,14 +76,20 @@ class LockWaiterGrantRaceIntegrationTest {
     AdvisoryLock lock = AdvisoryLock.builder(db.dataSource(), key).candidateId("race-w").build();
     AdvisoryLockLease holder = AdvisoryLock.of(db.dataSource(), key).tryAcquire().orElseThrow();
     closeables.add(holder);
-    LockWaiter waiter = LockWaiter.open(lock, SHORT_WAIT);
+    LockWaiter waiter = LockWaiter.open(lock.spec(), SHORT_WAIT);
     closeables.add(waiter);
     assertThat(waiter.await()).isEmpty(); // lock_timeout: the key is held elsewhere
 
     holder.close();
-    int waiting = pidOf(waiter.connection());
+    int waiting = waiter.session().id().pid();
     // What a grant racing lock_timeout leaves behind: our waiting session holds the key.
-    lockOn(waiter.connection(), key);
+    waiter
+        .session()
+        .call(
+            c -> {
+              lockOn(c, key);
+              return null;
+            });
     assertThat(holders(db, key)).containsExactly(waiting);
 
     assertThatThrownBy(waiter::await)

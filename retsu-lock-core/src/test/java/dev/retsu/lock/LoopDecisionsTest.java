@@ -3,6 +3,10 @@ package dev.retsu.lock;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.retsu.lock.internal.loop.LoopSettings;
+import dev.retsu.lock.internal.loop.Standby;
+import dev.retsu.lock.internal.session.SelfFence;
+import dev.retsu.lock.internal.session.ServerBounds;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;

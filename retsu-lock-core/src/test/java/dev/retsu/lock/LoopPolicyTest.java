@@ -5,6 +5,7 @@ import static dev.retsu.lock.StubLoops.KEY;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.retsu.lock.internal.session.Refusals;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.List;
@@ -170,8 +171,9 @@ class LoopPolicyTest {
 
   @Test
   void aTermWhoseFencingTokenFailsReleasesTheLockAndIsRetriedUnderStepDown() throws Exception {
-    StubTermLease broken =
-        new StubTermLease(log, 7).failingToken(new SQLException("connection lost", "08006"));
+    StubSession broken =
+        StubLoops.session(builder(), log, 7)
+            .failingToken(new SQLException("connection lost", "08006"));
     CountDownLatch leading = new CountDownLatch(1);
     LeaderLoop loop = StubLoops.loop(builder(), log, broken);
     CompletableFuture<Void> run = loop.start(ctx -> leading.countDown());
@@ -192,8 +194,9 @@ class LoopPolicyTest {
 
   @Test
   void underExitATermWhoseFencingTokenFailsEndsTheLoop() {
-    StubTermLease broken =
-        new StubTermLease(log, 7).failingToken(new SQLException("connection lost", "08006"));
+    StubSession broken =
+        StubLoops.session(builder(), log, 7)
+            .failingToken(new SQLException("connection lost", "08006"));
     LeaderLoop loop = StubLoops.loop(builder().failurePolicy(FailurePolicy.EXIT), log, broken);
 
     assertThatThrownBy(() -> loop.run(ctx -> {}))

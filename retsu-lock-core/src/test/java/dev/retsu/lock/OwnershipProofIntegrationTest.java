@@ -3,6 +3,8 @@ package dev.retsu.lock;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.retsu.lock.internal.session.KeySql;
+import dev.retsu.lock.internal.session.SessionSql;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
 import java.sql.Connection;
@@ -70,16 +72,24 @@ class OwnershipProofIntegrationTest {
   }
 
   @Test
-  void resetAllOnTheLeaseSessionEndsOwnershipBecauseTheServerBoundsAreGone(TestDatabase db)
+  void resetAllOnTheLeaseSessionIsUndoneByTheNextVerifyAndDiscardAllEndsOwnership(TestDatabase db)
       throws Exception {
     LockKey key = TestKeys.next();
     try (AdvisoryLockLease lease = lock(db, key, "a").tryAcquire().orElseThrow()) {
       try (Statement s = lease.connection().createStatement()) {
-        s.execute("RESET ALL");
+        s.execute("RESET ALL"); // clears application_name and the marker, keeps the key
+      }
+      lease.verify(); // the key is still held: the settings are applied again
+      try (Statement s = lease.connection().createStatement();
+          ResultSet rs = s.executeQuery("SELECT current_setting('application_name')")) {
+        rs.next();
+        assertThat(rs.getString(1)).isEqualTo("retsu-lock:a");
+      }
+      try (Statement s = lease.connection().createStatement()) {
+        s.execute("DISCARD ALL"); // releases every advisory lock of the session
       }
       assertThatThrownBy(lease::verify)
           .isInstanceOf(LeadershipLostException.class)
-          .hasMessageContaining("RESET ALL")
           .extracting(e -> ((LeadershipLostException) e).reason())
           .isEqualTo(LossReason.LOCK_NOT_HELD);
     }
@@ -101,13 +111,12 @@ class OwnershipProofIntegrationTest {
     try (Connection c = db.connect();
         PreparedStatement ps =
             c.prepareStatement("EXPLAIN (ANALYZE, FORMAT TEXT) " + SessionSql.tryLock(key))) {
-      ps.setArray(1, c.createArrayOf("text", new Object[0]));
-      ps.setArray(2, c.createArrayOf("text", new Object[0]));
-      ps.setString(3, "test-marker");
-      int next = key.bindArguments(ps, 4);
-      next = key.bindLocks(ps, next);
-      next = key.bindArguments(ps, next);
-      key.bindArguments(ps, next);
+      ps.setArray(1, c.createArrayOf("text", new Object[] {SessionSql.MARKER}));
+      ps.setArray(2, c.createArrayOf("text", new Object[] {"test-marker"}));
+      int next = KeySql.bindArguments(ps, 3, key);
+      next = KeySql.bindLocks(ps, next, key);
+      next = KeySql.bindArguments(ps, next, key);
+      KeySql.bindArguments(ps, next, key);
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
           String line = rs.getString(1);

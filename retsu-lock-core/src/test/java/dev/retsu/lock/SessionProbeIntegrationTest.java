@@ -3,7 +3,9 @@ package dev.retsu.lock;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import dev.retsu.lock.internal.PgSession;
+import dev.retsu.lock.internal.loop.LockWaiter;
+import dev.retsu.lock.internal.loop.LoopSettings;
+import dev.retsu.lock.internal.session.PgSession;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
 import java.lang.reflect.Field;
@@ -41,8 +43,8 @@ class SessionProbeIntegrationTest {
         LeaderLoop.builder(db.dataSource(), TestKeys.next())
             .serverKeepalives(Duration.ofSeconds(7), Duration.ofSeconds(3), 4)
             .settings();
-    try (LockWaiter waiter = LockWaiter.open(settings.lock(), Duration.ofMinutes(5))) {
-      Socket socket = socketOf(waiter.connection());
+    try (LockWaiter waiter = LockWaiter.open(settings.spec(), Duration.ofMinutes(5))) {
+      Socket socket = waiter.session().call(SessionProbeIntegrationTest::socketOf);
       assertThat(socket.getKeepAlive()).isTrue();
       assertThat(socket.getOption(ExtendedSocketOptions.TCP_KEEPIDLE)).isEqualTo(7);
       assertThat(socket.getOption(ExtendedSocketOptions.TCP_KEEPINTERVAL)).isEqualTo(3);
@@ -50,11 +52,15 @@ class SessionProbeIntegrationTest {
     }
   }
 
-  private static Socket socketOf(Connection c) throws Exception {
+  private static Socket socketOf(Connection c) throws SQLException {
     Object executor = c.unwrap(BaseConnection.class).getQueryExecutor();
-    Field f = Class.forName("org.postgresql.core.QueryExecutorBase").getDeclaredField("pgStream");
-    f.setAccessible(true);
-    return ((PGStream) f.get(executor)).getSocket();
+    try {
+      Field f = Class.forName("org.postgresql.core.QueryExecutorBase").getDeclaredField("pgStream");
+      f.setAccessible(true);
+      return ((PGStream) f.get(executor)).getSocket();
+    } catch (ReflectiveOperationException e) {
+      throw new SQLException("pgjdbc's stream is not where the test expects it", e);
+    }
   }
 
   /**

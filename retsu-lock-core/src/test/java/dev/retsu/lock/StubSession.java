@@ -1,97 +1,188 @@
 package dev.retsu.lock;
 
-import dev.retsu.lock.internal.PgSession;
+import dev.retsu.lock.internal.TimeSource;
+import dev.retsu.lock.internal.session.PgSession;
+import dev.retsu.lock.internal.session.Proofs;
+import dev.retsu.lock.internal.session.Session;
+import dev.retsu.lock.internal.session.SessionId;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.time.Duration;
+import java.util.Collection;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BooleanSupplier;
 
 /**
- * A {@link TermLease} without a database, for unit tests of the loop's decisions: every round trip
- * succeeds at once, and the two ways a lease ends its session, {@code close()} (the lock released)
- * and {@code abort()}, are appended to a log the test shares with its task and listeners. Tokens
- * increase across all stub leases. Thread-safe.
+ * A {@link Session} without a database, for unit tests of the term protocol and the loop's
+ * decisions: every round trip succeeds at once (or as a test makes it fail), and the two ways a
+ * session ends, {@code end()} (the keys released) and {@code abort()}, are appended to a log the
+ * test shares with its task and listeners, as are the keys it unlocks. Tokens increase across all
+ * stub sessions. Thread-safe.
  */
-final class StubTermLease implements TermLease {
+final class StubSession implements Session {
 
   private static final AtomicLong XID = new AtomicLong(1_000);
 
   private final List<String> log;
-  private final int pid;
+  private final SessionId id;
+  private final Proofs proofs;
+  private final TimeSource time;
   private final AtomicBoolean open = new AtomicBoolean(true);
-  private final ReentrantLock io = new ReentrantLock();
-  private volatile AdvisoryLockLease.Watcher watcher = AdvisoryLockLease.Watcher.NONE;
+  private final ReentrantLock io = new ReentrantLock(true);
+  private final Set<LockKey> keys = ConcurrentHashMap.newKeySet();
+  private volatile Listener listener = Listener.NONE;
   private volatile SQLException tokenFailure;
+  private volatile boolean silent;
+  private volatile long abortedAt;
+  private final List<Long> proofTimes = new java.util.concurrent.CopyOnWriteArrayList<>();
 
-  StubTermLease(List<String> log, int pid) {
+  /**
+   * A stub session of backend {@code pid}.
+   *
+   * @param log where it writes what happens
+   * @param pid its backend pid
+   * @param time the test's clock
+   * @param heartbeat the heartbeat interval
+   * @param selfFenceAfter the liveness deadline
+   */
+  StubSession(
+      List<String> log, int pid, TimeSource time, Duration heartbeat, Duration selfFenceAfter) {
     this.log = log;
-    this.pid = pid;
+    this.id =
+        new SessionId(
+            null, pid, "stub", LockKey.of(pid), "stub", "[stub pid=" + pid + "]", List.of());
+    this.proofs = new Proofs(time, heartbeat, selfFenceAfter, time.nanoTime(), time.wallMillis());
+    this.time = time;
+  }
+
+  /** A session holding {@code key}, with the loop preset of {@code settings}. */
+  static StubSession holding(
+      List<String> log, int pid, LockKey key, TimeSource time, Duration hb, Duration fence) {
+    StubSession s = new StubSession(log, pid, time, hb, fence);
+    s.held(List.of(key));
+    return s;
   }
 
   /** Makes {@link #fencingToken()} fail, as a session that breaks right after the grant does. */
-  StubTermLease failingToken(SQLException failure) {
+  StubSession failingToken(SQLException failure) {
     this.tokenFailure = failure;
     return this;
   }
 
-  boolean isOpen() {
-    return open.get();
-  }
-
   /**
-   * What the real lease does when a call on its session fails with a session-lost SQLState: it
-   * tells the term, on the calling thread, with its I/O lock held.
+   * What the real session does when a call on it fails with a session-lost SQLState: it tells the
+   * owner, on the calling thread, with its I/O lock held.
    */
   void loseSession(SQLException failure) {
     io.lock();
     try {
-      watcher.sessionLost(failure);
+      listener.sessionEnded(LossReason.SESSION_LOST, failure);
+    } finally {
+      io.unlock();
+    }
+  }
+
+  /** What an ownership proof that found keys missing reports. */
+  void loseKeys(Set<LockKey> lost) {
+    io.lock();
+    try {
+      keys.removeAll(lost);
+      listener.keysLost(lost);
     } finally {
       io.unlock();
     }
   }
 
   @Override
-  public int backendPid() {
-    return pid;
+  public SessionId id() {
+    return id;
   }
 
   @Override
-  public String database() {
-    return "stub";
+  public Proofs proofs() {
+    return proofs;
   }
 
   @Override
-  public Connection connection() {
-    throw new UnsupportedOperationException("a stub lease has no connection");
+  public void listen(Listener l) {
+    this.listener = l;
   }
 
   @Override
-  public <T> T withConnection(SqlFunction<T> work) {
-    throw new UnsupportedOperationException("a stub lease has no connection");
+  public boolean isOpen() {
+    return open.get();
   }
 
   @Override
-  public void watch(AdvisoryLockLease.Watcher w) {
-    this.watcher = w;
+  public Set<LockKey> keys() {
+    return Set.copyOf(keys);
   }
 
   @Override
-  public FencingToken fencingToken() throws SQLException {
-    if (tokenFailure != null) {
-      throw tokenFailure;
+  public void held(Collection<LockKey> taken) {
+    keys.addAll(taken);
+  }
+
+  @Override
+  public Connection view(BooleanSupplier over) {
+    throw new UnsupportedOperationException("a stub session has no connection");
+  }
+
+  @Override
+  public <T> T call(SqlFunction<T> work) {
+    throw new UnsupportedOperationException("a stub session has no connection");
+  }
+
+  /**
+   * Every proof succeeds at once (the session was alive and held its keys then), unless the session
+   * was {@link #silence() silenced}: then each proof waits, as one on a partitioned network does,
+   * and proves nothing.
+   */
+  @Override
+  public Set<LockKey> prove() {
+    long start = time.nanoTime();
+    proofTimes.add(start);
+    if (silent) {
+      if (time instanceof FakeTime) {
+        ((FakeTime) time).advance(Duration.ofMillis(500));
+      }
+      return Set.of();
     }
-    return new FencingToken(1, XID.incrementAndGet());
+    proofs.owned(start, true);
+    return Set.of();
+  }
+
+  /** No round trip succeeds from now on (a partition): the deadline stops moving. */
+  void silence() {
+    silent = true;
+  }
+
+  /** What a statement of user code on the session does to the bookkeeping: touched, alive. */
+  void statement() {
+    io.lock();
+    try {
+      proofs.touched();
+      if (!silent) {
+        proofs.alive(time.nanoTime());
+      }
+    } finally {
+      io.unlock();
+    }
+  }
+
+  /** When each proof started, on the session's clock. */
+  List<Long> proofTimes() {
+    return proofTimes;
   }
 
   @Override
-  public void verify(int timeoutMillis) {
-    if (!open.get()) {
-      throw new LeadershipLostException(
-          LossReason.CLOSED, "The stub lease is closed", LockKey.of(pid), "stub", null);
-    }
+  public boolean canProveNow() {
+    return true;
   }
 
   @Override
@@ -110,31 +201,53 @@ final class StubTermLease implements TermLease {
   }
 
   @Override
-  public boolean canProveNow() {
-    return true;
+  public boolean awaitEvent(int millis) {
+    return false; // cannot wait on a socket: the worker waits on its time source instead
   }
 
   @Override
-  public boolean awaitSessionEvent(int millis) {
-    return false; // cannot wait on a socket: the loop waits on its time source instead
-  }
-
-  @Override
-  public boolean restoreAutocommit() {
+  public boolean repairAutocommit() {
     return false;
+  }
+
+  @Override
+  public FencingToken fencingToken() throws SQLException {
+    if (tokenFailure != null) {
+      throw tokenFailure;
+    }
+    return new FencingToken(1, XID.incrementAndGet());
+  }
+
+  @Override
+  public List<LockKey> tryLock(List<LockKey> batch, int limit) {
+    List<LockKey> taken = batch.subList(0, Math.min(limit, batch.size()));
+    keys.addAll(taken);
+    return List.copyOf(taken);
+  }
+
+  @Override
+  public void unlock(List<LockKey> release) {
+    keys.removeAll(release);
+    log.add("unlocked " + release.size());
+  }
+
+  @Override
+  public void end() {
+    if (open.compareAndSet(true, false)) {
+      log.add("released");
+    }
   }
 
   @Override
   public void abort() {
     if (open.compareAndSet(true, false)) {
+      abortedAt = time.nanoTime();
       log.add("aborted");
     }
   }
 
-  @Override
-  public void close() {
-    if (open.compareAndSet(true, false)) {
-      log.add("released");
-    }
+  /** When the session was aborted, or 0. */
+  long abortedAt() {
+    return abortedAt;
   }
 }

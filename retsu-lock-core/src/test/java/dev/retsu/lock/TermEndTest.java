@@ -15,10 +15,11 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /**
- * How a term ends, without a database: once, and in order (invalid, the running refresh
- * interrupted, awaited, then {@code onLost}, then the lock released), and what listeners hear
- * ({@code onLost} only after {@code onAcquired}, nothing after {@code onLost}). On stub leases and
- * simulated time; the task, the listeners and the stub write to one log.
+ * How a loop's term ends, without a database, through the loop's facade: once, and in order
+ * (invalid, the running refresh interrupted, awaited, then {@code onLost}, then the lock released),
+ * with the failure policy keeping the SQLState. The same protocol for one-key and n-key sessions is
+ * {@code TermProtocolTest}'s. On stub sessions and simulated time; the task, the listeners and the
+ * stub write to one log.
  */
 class TermEndTest {
 
@@ -29,7 +30,7 @@ class TermEndTest {
   private final RecordingListener heard = new RecordingListener();
 
   /** Logs {@code onLost} and whether the lease was still open when it was heard. */
-  private LeaderListener logsOnLost(StubTermLease lease) {
+  private LeaderListener logsOnLost(StubSession lease) {
     return new LeaderListener() {
       @Override
       public void onLost(Term term, LossReason reason, Throwable cause) {
@@ -57,7 +58,7 @@ class TermEndTest {
   @Test
   void closeEndsTheTermInvalidFirstThenInterruptsAndAwaitsTheTaskThenTellsThenReleases()
       throws Exception {
-    StubTermLease lease = new StubTermLease(log, 7);
+    StubSession lease = StubLoops.session(StubLoops.builder(time), log, 7);
     LeaderLoop loop =
         StubLoops.loop(
             StubLoops.builder(time).listener(heard).listener(logsOnLost(lease)), log, lease);
@@ -87,7 +88,7 @@ class TermEndTest {
   @Test
   void aSessionLostDuringTheTaskEndsTheTermInTheSameOrderAndExitKeepsTheSqlState()
       throws Exception {
-    StubTermLease lease = new StubTermLease(log, 7);
+    StubSession lease = StubLoops.session(StubLoops.builder(time), log, 7);
     LeaderLoop loop =
         StubLoops.loop(
             StubLoops.builder(time)
@@ -122,52 +123,5 @@ class TermEndTest {
             "onLost SESSION_LOST, lease open",
             "released");
     assertThat(heard.kinds()).containsExactly("attempt", "acquired", "lost");
-  }
-
-  @Test
-  void aTermNobodyWasToldOfEndsSilentlyAndNothingIsHeardAfterOnLost() {
-    LoopSettings settings = StubLoops.builder(time).settings();
-    Listeners listeners = new Listeners(List.of(heard), settings.context());
-
-    LeaderTerm unannounced = TermRunner.begin(new StubTermLease(log, 1), 1, settings, listeners);
-    unannounced.end(LossReason.CLOSED, null);
-    assertThat(heard.events).as("no onLost without onAcquired").isEmpty();
-    assertThat(log).containsExactly("released");
-
-    LeaderTerm term = TermRunner.begin(new StubTermLease(log, 2), 2, settings, listeners);
-    listeners.acquired(term);
-    term.end(LossReason.SESSION_LOST, null);
-    term.end(LossReason.CLOSED, null); // a term ends once
-    listeners.refreshed(term, Duration.ofMillis(5), null);
-    listeners.refreshed(term, Duration.ofMillis(5), new IllegalStateException("late"));
-    listeners.lost(term, LossReason.CLOSED, null);
-
-    assertThat(heard.kinds()).containsExactly("acquired", "lost");
-    assertThat(heard.lossReasons()).containsExactly(LossReason.SESSION_LOST);
-    assertThat(log).containsExactly("released", "released");
-    assertThatThrownBy(term::ensureLeader)
-        .isInstanceOfSatisfying(
-            LeadershipLostException.class,
-            e -> assertThat(e.reason()).isEqualTo(LossReason.SESSION_LOST));
-  }
-
-  @Test
-  void aListenerThatThrowsInOnLostNeitherSilencesTheOthersNorKeepsTheLock() {
-    LeaderListener throwing =
-        new LeaderListener() {
-          @Override
-          public void onLost(Term term, LossReason reason, Throwable cause) {
-            throw new IllegalStateException("listener bug");
-          }
-        };
-    LoopSettings settings = StubLoops.builder(time).settings();
-    Listeners listeners = new Listeners(List.of(throwing, heard), settings.context());
-    LeaderTerm term = TermRunner.begin(new StubTermLease(log, 3), 1, settings, listeners);
-    listeners.acquired(term);
-
-    term.end(LossReason.LOCK_NOT_HELD, null);
-
-    assertThat(heard.lossReasons()).containsExactly(LossReason.LOCK_NOT_HELD);
-    assertThat(log).containsExactly("released");
   }
 }

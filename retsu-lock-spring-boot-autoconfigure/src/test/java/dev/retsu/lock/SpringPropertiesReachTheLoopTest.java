@@ -2,6 +2,7 @@ package dev.retsu.lock;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.retsu.lock.internal.loop.LoopSettings;
 import dev.retsu.lock.spring.boot.RetsuLeaders;
 import dev.retsu.lock.spring.boot.RetsuLockAutoConfiguration;
 import dev.retsu.lock.spring.boot.RetsuLockProperties;
@@ -58,16 +59,16 @@ class SpringPropertiesReachTheLoopTest {
               assertThat(s.takeover()).isEqualTo(TakeoverMode.WAIT);
               assertThat(s.retryInterval()).isEqualTo(Duration.ofSeconds(3));
               assertThat(s.retryJitter()).isEqualTo(0.25);
-              assertThat(s.refreshInterval()).isEqualTo(Duration.ofSeconds(4));
-              assertThat(s.refreshTimeout()).isEqualTo(Duration.ofSeconds(50));
+              assertThat(s.term().refreshInterval()).isEqualTo(Duration.ofSeconds(4));
+              assertThat(s.term().refreshTimeout()).isEqualTo(Duration.ofSeconds(50));
               assertThat(s.failurePolicy()).isEqualTo(FailurePolicy.EXIT);
               assertThat(s.maxBackoff()).isEqualTo(Duration.ofMinutes(2));
-              assertThat(s.closeTimeout()).isEqualTo(Duration.ofSeconds(9));
+              assertThat(s.term().closeTimeout()).isEqualTo(Duration.ofSeconds(9));
               assertThat(s.waitTimeout()).isEqualTo(Duration.ofSeconds(3));
-              assertThat(s.heartbeatInterval()).isEqualTo(Duration.ofSeconds(1));
-              assertThat(s.selfFenceAfter()).isEqualTo(Duration.ofSeconds(4));
-              assertThat(s.lock().roundTripTimeout()).isEqualTo(Duration.ofSeconds(7));
-              assertThat(s.bounds().sessionSettings())
+              assertThat(s.term().heartbeatInterval()).isEqualTo(Duration.ofSeconds(1));
+              assertThat(s.term().selfFenceAfter()).isEqualTo(Duration.ofSeconds(4));
+              assertThat(s.term().roundTripTimeout()).isEqualTo(Duration.ofSeconds(7));
+              assertThat(s.term().bounds().sessionSettings())
                   .containsEntry("idle_session_timeout", "30000")
                   .containsEntry("tcp_keepalives_idle", "4")
                   .containsEntry("tcp_keepalives_interval", "1")
@@ -106,16 +107,17 @@ class SpringPropertiesReachTheLoopTest {
           assertThat(s.takeover()).isEqualTo(core.takeover());
           assertThat(s.retryInterval()).isEqualTo(core.retryInterval());
           assertThat(s.retryJitter()).isEqualTo(core.retryJitter());
-          assertThat(s.refreshInterval()).isEqualTo(core.refreshInterval());
-          assertThat(s.refreshTimeout()).isEqualTo(core.refreshTimeout());
+          assertThat(s.term().refreshInterval()).isEqualTo(core.term().refreshInterval());
+          assertThat(s.term().refreshTimeout()).isEqualTo(core.term().refreshTimeout());
           assertThat(s.failurePolicy()).isEqualTo(core.failurePolicy());
           assertThat(s.maxBackoff()).isEqualTo(core.maxBackoff());
-          assertThat(s.closeTimeout()).isEqualTo(core.closeTimeout());
+          assertThat(s.term().closeTimeout()).isEqualTo(core.term().closeTimeout());
           assertThat(s.waitTimeout()).isEqualTo(core.waitTimeout());
-          assertThat(s.heartbeatInterval()).isEqualTo(core.heartbeatInterval());
-          assertThat(s.selfFenceAfter()).isEqualTo(core.selfFenceAfter());
-          assertThat(s.lock().roundTripTimeout()).isEqualTo(core.lock().roundTripTimeout());
-          assertThat(s.bounds().sessionSettings()).isEqualTo(core.bounds().sessionSettings());
+          assertThat(s.term().heartbeatInterval()).isEqualTo(core.term().heartbeatInterval());
+          assertThat(s.term().selfFenceAfter()).isEqualTo(core.term().selfFenceAfter());
+          assertThat(s.term().roundTripTimeout()).isEqualTo(core.term().roundTripTimeout());
+          assertThat(s.term().bounds().sessionSettings())
+              .isEqualTo(core.term().bounds().sessionSettings());
           assertThat(new RetsuLockProperties.Leader().isAutoStartup()).isTrue();
         });
   }

@@ -1,22 +1,31 @@
-package dev.retsu.lock;
+package dev.retsu.lock.internal;
 
-import dev.retsu.lock.internal.Checks;
+import dev.retsu.lock.LockKey;
 import java.sql.SQLException;
 
 /** Formatting helpers for messages and logs, and the one rule for "this session ended". */
-final class Diagnostics {
+public final class Diagnostics {
 
   private Diagnostics() {}
 
-  static String shorten(String text) {
-    return Checks.shorten(text);
-  }
-
-  static String context(LockKey key, String candidateId) {
+  /**
+   * The prefix of every log line and message about one candidate of one key.
+   *
+   * @param key the key
+   * @param candidateId the candidate
+   * @return {@code [lock=<key>, candidate=<id>]}
+   */
+  public static String context(LockKey key, String candidateId) {
     return "[lock=" + key + ", candidate=" + candidateId + "]";
   }
 
-  static String sqlState(Throwable t) {
+  /**
+   * The SQLState of the first SQLException in a cause chain.
+   *
+   * @param t the throwable
+   * @return its SQLState, or null
+   */
+  public static String sqlState(Throwable t) {
     for (Throwable c = t; c != null; c = c.getCause()) {
       if (c instanceof SQLException && ((SQLException) c).getSQLState() != null) {
         return ((SQLException) c).getSQLState();
@@ -30,8 +39,11 @@ final class Diagnostics {
    * exceptions (08xxx), administrator or crash shutdown and termination (57P01, 57P02, 57P03),
    * {@code idle_session_timeout} (57P05), {@code idle_in_transaction_session_timeout} (25P03) and
    * {@code transaction_timeout} (25P04).
+   *
+   * @param sqlState an SQLState, or null
+   * @return true if the session is gone
    */
-  static boolean isSessionLost(String sqlState) {
+  public static boolean isSessionLost(String sqlState) {
     return sqlState != null
         && (sqlState.startsWith("08")
             || sqlState.equals("57P01")

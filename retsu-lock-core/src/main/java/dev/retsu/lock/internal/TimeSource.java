@@ -1,4 +1,4 @@
-package dev.retsu.lock;
+package dev.retsu.lock.internal;
 
 import java.time.Instant;
 import java.util.concurrent.TimeUnit;
@@ -12,68 +12,74 @@ import java.util.concurrent.locks.LockSupport;
  * freezes), {@link Condition#awaitNanos} for waits that {@code close()} must be able to cut short.
  * Implementations are thread-safe.
  */
-abstract class TimeSource {
+public abstract class TimeSource {
 
   /** Real time. */
-  static final TimeSource SYSTEM =
+  public static final TimeSource SYSTEM =
       new TimeSource() {
         @Override
-        long nanoTime() {
+        public long nanoTime() {
           return System.nanoTime();
         }
 
         @Override
-        long wallMillis() {
+        public long wallMillis() {
           return System.currentTimeMillis();
         }
 
         @Override
-        Instant now() {
+        public Instant now() {
           return Instant.now();
         }
 
         @Override
-        long awaitNanos(Condition condition, long nanos) throws InterruptedException {
+        public long awaitNanos(Condition condition, long nanos) throws InterruptedException {
           return condition.awaitNanos(nanos);
         }
 
         @Override
-        void park(long nanos) {
+        public void park(long nanos) {
           LockSupport.parkNanos(this, nanos);
         }
 
         @Override
-        boolean simulated() {
+        public boolean simulated() {
           return false;
         }
       };
 
   /** Monotonic nanoseconds, for deadlines and intervals. */
-  abstract long nanoTime();
+  public abstract long nanoTime();
 
   /** Wall-clock milliseconds: the second clock a self-fencing deadline is checked on. */
-  abstract long wallMillis();
+  public abstract long wallMillis();
 
   /** The current instant, for term start times and logs. */
-  abstract Instant now();
+  public abstract Instant now();
 
   /**
    * Waits on {@code condition} (its lock held by the caller) up to {@code nanos}.
    *
    * @return the nanoseconds left, as {@link Condition#awaitNanos} returns
    */
-  abstract long awaitNanos(Condition condition, long nanos) throws InterruptedException;
+  public abstract long awaitNanos(Condition condition, long nanos) throws InterruptedException;
 
   /** Parks the watchdog up to {@code nanos}; it is unparked early when a deadline moves. */
-  abstract void park(long nanos);
+  public abstract void park(long nanos);
 
   /**
    * Whether time is simulated: then the leader waits between refreshes on this source instead of
    * the session's socket.
    */
-  abstract boolean simulated();
+  public abstract boolean simulated();
 
-  static long millis(long nanos) {
+  /**
+   * Whole milliseconds of a nanosecond count.
+   *
+   * @param nanos nanoseconds
+   * @return milliseconds, rounded down
+   */
+  public static long millis(long nanos) {
     return TimeUnit.NANOSECONDS.toMillis(nanos);
   }
 }

@@ -37,7 +37,13 @@ class ModuleDescriptorTest {
     assertThat(d.opens()).isEmpty();
     assertThat(d.exports()).extracting(Exports::source).containsExactly("dev.retsu.lock");
     assertThat(d.exports()).noneMatch(Exports::isQualified);
-    assertThat(d.packages()).contains("dev.retsu.lock.internal");
+    assertThat(d.packages())
+        .contains(
+            "dev.retsu.lock.internal",
+            "dev.retsu.lock.internal.session",
+            "dev.retsu.lock.internal.term",
+            "dev.retsu.lock.internal.loop",
+            "dev.retsu.lock.internal.group");
     Map<String, Set<Requires.Modifier>> requires =
         d.requires().stream()
             .filter(r -> !r.name().equals("java.base"))
@@ -72,7 +78,7 @@ class ModuleDescriptorTest {
   }
 
   private static final String[] EXPORT_INTERNALS = {
-    "--add-exports", "dev.retsu.lock/dev.retsu.lock.internal=ALL-UNNAMED"
+    "--add-exports", "dev.retsu.lock/dev.retsu.lock.internal.session=ALL-UNNAMED"
   };
 
   /** Starts {@link ModulePathChild} with core and SLF4J on the module path, pgjdbc where told. */

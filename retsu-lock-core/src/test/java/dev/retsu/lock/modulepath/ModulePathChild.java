@@ -26,7 +26,7 @@ public final class ModulePathChild {
   public static void main(String[] args) throws ReflectiveOperationException {
     System.out.println("module=" + LockKey.class.getModule().getName());
     System.out.println("api=" + LockKey.of(7L));
-    Class<?> pgSession = Class.forName("dev.retsu.lock.internal.PgSession");
+    Class<?> pgSession = Class.forName("dev.retsu.lock.internal.session.PgSession");
     try {
       Object canProbe = pgSession.getMethod("canProbe").invoke(null);
       System.out.println("canProbe=" + canProbe);

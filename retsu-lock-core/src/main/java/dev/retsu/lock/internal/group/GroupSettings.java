@@ -1,42 +1,42 @@
-package dev.retsu.lock;
+package dev.retsu.lock.internal.group;
 
+import dev.retsu.lock.LockKey;
+import dev.retsu.lock.internal.session.SessionOpener;
+import dev.retsu.lock.internal.term.TermOptions;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import javax.sql.DataSource;
 
 /**
- * The validated, immutable settings of one {@link LeaderGroup}, made by {@link
- * LeaderGroupBuilder#build()}: single values are checked on the builder, the rules that tie two
- * values together here. Thread-safe.
+ * The validated, immutable settings of one {@code LeaderGroup}: the options its terms share with
+ * every recipe, how its sessions are opened, and the group's own knobs. Single values are checked
+ * on the builder, the rules that tie two values together here. Thread-safe.
+ *
+ * @param term the shared term options
+ * @param spec how the group's sessions are opened (its membership key stands for the group in
+ *     messages)
+ * @param name the group's name
+ * @param keys the keys, distinct, in the order every member shares
+ * @param sessions sessions per member, before the cap at the number of keys
+ * @param batchSize the most keys one locking statement tries
+ * @param membershipInterval between membership reads and rebalances
+ * @param reconnectInterval the wait before a lost session is opened again
  */
-record GroupSettings(
-    DataSource dataSource,
+public record GroupSettings(
+    TermOptions term,
+    SessionOpener.Spec spec,
     String name,
-    String candidateId,
     List<LockKey> keys,
     int sessions,
     int batchSize,
-    Duration refreshInterval,
-    Duration refreshTimeout,
-    Duration heartbeatInterval,
-    Duration selfFenceAfter,
-    ServerBounds bounds,
-    Duration roundTripTimeout,
     Duration membershipInterval,
-    Duration reconnectInterval,
-    Duration closeTimeout,
-    boolean failFast,
-    List<LeaderListener> listeners,
-    TimeSource time) {
+    Duration reconnectInterval) {
 
-  GroupSettings {
+  /** Checks what ties the options together. */
+  public GroupSettings {
     keys = List.copyOf(keys);
-    listeners = List.copyOf(listeners);
     Map<LockKey, Integer> seen = new HashMap<>();
     for (int i = 0; i < keys.size(); i++) {
       Integer before = seen.put(keys.get(i), i);
@@ -45,48 +45,34 @@ record GroupSettings(
             "keys must be distinct, but " + keys.get(i) + " is at " + before + " and " + i);
       }
     }
-    bounds.checkDeadline(selfFenceAfter);
-    if (heartbeatInterval.multipliedBy(2).compareTo(selfFenceAfter) > 0) {
-      throw new IllegalStateException(
-          "heartbeatInterval must be at most half of selfFenceAfter ("
-              + selfFenceAfter
-              + ") so that one slow heartbeat does not fence healthy keys, but was "
-              + heartbeatInterval);
-    }
-    if (refreshTimeout.compareTo(selfFenceAfter) >= 0) {
+    if (term.refreshTimeout().compareTo(term.selfFenceAfter()) >= 0) {
       throw new IllegalStateException(
           "refreshTimeout must be shorter than selfFenceAfter ("
-              + selfFenceAfter
+              + term.selfFenceAfter()
               + "): a refresh holds its session's worker, so a longer one would fence every key on"
               + " the session, but was "
-              + refreshTimeout);
+              + term.refreshTimeout());
     }
   }
 
   /** Sessions actually opened: never more than there are keys. */
-  int sessionCount() {
+  public int sessionCount() {
     return Math.min(sessions, keys.size());
   }
 
-  String context() {
-    return "[group=" + name + ", candidate=" + candidateId + "]";
+  /** The log prefix of the group. */
+  public String context() {
+    return "[group=" + name + ", candidate=" + term.candidateId() + "]";
   }
 
-  String applicationName() {
-    String n = AdvisoryLock.APPLICATION_NAME_PREFIX + candidateId;
-    return n.length() > 63 ? n.substring(0, 63) : n;
-  }
-
-  /** The settings every group session carries, application_name first, the marker last. */
-  Map<String, String> sessionSettings(String marker) {
-    Map<String, String> s = new LinkedHashMap<>();
-    s.put("application_name", applicationName());
-    s.putAll(bounds.sessionSettings());
-    s.put(GroupSql.MARKER, marker);
-    return Collections.unmodifiableMap(s);
-  }
-
-  static List<LockKey> partitions(String namespace, int count) {
+  /**
+   * The keys {@code LockKey.named(namespace, "0")} to {@code named(namespace, count - 1)}.
+   *
+   * @param namespace the namespace
+   * @param count how many
+   * @return the keys
+   */
+  public static List<LockKey> partitions(String namespace, int count) {
     List<LockKey> keys = new ArrayList<>(count);
     for (int i = 0; i < count; i++) {
       keys.add(LockKey.named(namespace, Integer.toString(i)));

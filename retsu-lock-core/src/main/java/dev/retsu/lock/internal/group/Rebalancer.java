@@ -1,11 +1,11 @@
-package dev.retsu.lock;
+package dev.retsu.lock.internal.group;
 
 import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.List;
 
 /**
- * The fair-share decisions of one {@link LeaderGroup} member, without I/O or clocks, so they are
+ * The fair-share decisions of one {@code LeaderGroup} member, without I/O or clocks, so they are
  * unit-tested on their own. Keys are indices into the group's key list, which every member must be
  * given in the same order.
  *
@@ -34,13 +34,13 @@ import java.util.List;
  *
  * <p>Not thread-safe: one coordinator thread uses it.
  */
-final class Rebalancer {
+public final class Rebalancer {
 
   /**
    * Rounds that sweep after a change: more than one, because the change can be seen before all of
    * it happened (a crashed member's membership lock may go a moment before its other sessions).
    */
-  static final int SWEEP_ROUNDS = 3;
+  public static final int SWEEP_ROUNDS = 3;
 
   private final int n;
   private int members = 1;
@@ -49,7 +49,7 @@ final class Rebalancer {
   private int sweeps = SWEEP_ROUNDS;
   private int lastHeld;
 
-  Rebalancer(int keys) {
+  public Rebalancer(int keys) {
     if (keys < 1) {
       throw new IllegalArgumentException("keys must be at least 1, but was " + keys);
     }
@@ -57,7 +57,7 @@ final class Rebalancer {
   }
 
   /** ceil(keys / members). */
-  static int quota(int keys, int members) {
+  public static int quota(int keys, int members) {
     if (members < 1) {
       throw new IllegalArgumentException("members must be at least 1, but was " + members);
     }
@@ -65,7 +65,7 @@ final class Rebalancer {
   }
 
   /** Where the preferred range of rank {@code rank} starts: floor(rank * keys / members). */
-  static int preferredStart(int keys, int members, int rank) {
+  public static int preferredStart(int keys, int members, int rank) {
     return (int) ((long) rank * keys / members);
   }
 
@@ -76,7 +76,7 @@ final class Rebalancer {
    * @param rank this member's place among them, 0-based
    * @return true if the view changed
    */
-  boolean membership(int members, int rank) {
+  public boolean membership(int members, int rank) {
     if (members < 1 || rank < 0 || rank >= members) {
       throw new IllegalArgumentException(
           "rank must be within 0.."
@@ -107,7 +107,7 @@ final class Rebalancer {
    * @param rejoining whether this member is within its rejoining window
    * @return the count to pass to {@link #membership}
    */
-  int plannedMembers(int seen, boolean rejoining) {
+  public int plannedMembers(int seen, boolean rejoining) {
     return rejoining ? Math.max(seen, members) : seen;
   }
 
@@ -117,7 +117,7 @@ final class Rebalancer {
    *
    * @param held keys held now
    */
-  void observe(int held) {
+  public void observe(int held) {
     if (held < lastHeld) {
       sweeps = SWEEP_ROUNDS;
     }
@@ -129,7 +129,7 @@ final class Rebalancer {
    *
    * @param held keys held now
    */
-  void settle(int held) {
+  public void settle(int held) {
     lastHeld = held;
   }
 
@@ -145,7 +145,7 @@ final class Rebalancer {
    * @param minTries the floor of the budget at rest
    * @return the most keys to try this round
    */
-  int roundBudget(int held, int minTries) {
+  public int roundBudget(int held, int minTries) {
     int shortfall = quota() - held;
     if (shortfall <= 0) {
       return 0;
@@ -165,19 +165,19 @@ final class Rebalancer {
    * {@code minTries}, so a member short of a few keys finds free ones without trying every key each
    * round, and one short of many (after a crash) tries all it needs at once.
    */
-  static int budget(int shortfall, int minTries) {
+  public static int budget(int shortfall, int minTries) {
     return shortfall <= 0 ? 0 : Math.max(4 * shortfall, minTries);
   }
 
-  int members() {
+  public int members() {
     return members;
   }
 
-  int rank() {
+  public int rank() {
     return rank;
   }
 
-  int quota() {
+  public int quota() {
     return quota(n, members);
   }
 
@@ -200,7 +200,7 @@ final class Rebalancer {
    * @param held the keys held now
    * @return indices to release, possibly empty
    */
-  List<Integer> surplus(BitSet held) {
+  public List<Integer> surplus(BitSet held) {
     int extra = held.cardinality() - quota();
     List<Integer> out = new ArrayList<>();
     if (extra <= 0) {
@@ -224,12 +224,12 @@ final class Rebalancer {
   }
 
   /** Keys to try, in ring order from the cursor, and where the cursor stands after each. */
-  record Chunk(List<Integer> keys, int[] cursorAfter) {
-    boolean isEmpty() {
+  public record Chunk(List<Integer> keys, int[] cursorAfter) {
+    public boolean isEmpty() {
       return keys.isEmpty();
     }
 
-    int size() {
+    public int size() {
       return keys.size();
     }
   }
@@ -244,7 +244,7 @@ final class Rebalancer {
    * @param max the most keys in the chunk
    * @return the chunk, possibly empty
    */
-  Chunk nextChunk(BitSet held, int max) {
+  public Chunk nextChunk(BitSet held, int max) {
     List<Integer> keys = new ArrayList<>();
     List<Integer> after = new ArrayList<>();
     if (max <= 0 || held.cardinality() >= quota()) {
@@ -270,7 +270,7 @@ final class Rebalancer {
    * @param chunk the chunk from {@link #nextChunk}
    * @param tried how many of its keys the statement tried, 1 to its size
    */
-  void advance(Chunk chunk, int tried) {
+  public void advance(Chunk chunk, int tried) {
     if (tried > 0) {
       cursor = chunk.cursorAfter()[Math.min(tried, chunk.size()) - 1];
     }
@@ -284,7 +284,7 @@ final class Rebalancer {
    * @param limit the grant limit the statement had
    * @return the count tried
    */
-  static int tried(Chunk chunk, List<Integer> grantedPositions, int limit) {
+  public static int tried(Chunk chunk, List<Integer> grantedPositions, int limit) {
     if (grantedPositions.size() >= limit && !grantedPositions.isEmpty()) {
       return grantedPositions.get(grantedPositions.size() - 1) + 1;
     }

@@ -1,153 +1,133 @@
-package dev.retsu.lock;
+package dev.retsu.lock.internal.loop;
 
-import dev.retsu.lock.internal.PgSession;
-import dev.retsu.lock.internal.SessionTerminator;
+import dev.retsu.lock.AdvisoryLockException;
+import dev.retsu.lock.LockKey;
+import dev.retsu.lock.internal.Diagnostics;
+import dev.retsu.lock.internal.session.KeySql;
+import dev.retsu.lock.internal.session.PgSession;
+import dev.retsu.lock.internal.session.Refusals;
+import dev.retsu.lock.internal.session.Session;
+import dev.retsu.lock.internal.session.SessionOpener;
+import dev.retsu.lock.internal.session.SessionSql;
+import dev.retsu.lock.internal.session.SessionTerminator;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.locks.ReentrantLock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The standing session of a {@link TakeoverMode#WAIT} standby: it blocks in {@code
+ * The standing session of a WAIT standby (and of {@code AdvisoryLock.acquire}): it blocks in {@code
  * pg_advisory_lock} under {@code lock_timeout}, so PostgreSQL grants the lock the moment the
- * holder's session ends. Waits are long (minutes by default) because each re-arm costs the server
- * an ERROR line in its log and each wait one deadlock check; the client's socket carries the same
- * keepalives as the server's side, so a blocked client still notices a dead server within the
- * keepalive bound. Each wait is one statement that first checks, like {@code tryAcquire}, that the
- * server is a primary and that this backend does not already hold the key (a transaction-mode
- * pooler shares backends; a plain re-entrant lock there would make two leaders). The session
- * carries the leader's server bounds from the start, has its own {@code statement_timeout} (a
- * role's shorter one cannot cancel the wait), is never returned to a pool, and {@link #close()}
- * aborts a wait in progress. Re-arming after {@code lock_timeout} puts the waiter at the back of
- * PostgreSQL's wait queue. Thread-safe: {@link #await()} from one thread, {@link #close()} from
+ * holder's session ends. The session is opened like every session we own ({@link SessionOpener}:
+ * the leader's server bounds and the marker from the start, a hot standby and a marked backend
+ * refused), gets its own {@code statement_timeout} (a role's shorter one cannot cancel the wait),
+ * its client socket the same keepalives as the server's side, and is never returned to a pool. Each
+ * wait is one statement that first checks, like a POLL attempt, that the server is a primary and
+ * that this backend does not already hold the key (a transaction-mode pooler shares backends; a
+ * plain re-entrant lock there would make two leaders). Waits are long (minutes by default) because
+ * each re-arm costs the server an ERROR line and a deadlock check; re-arming puts the waiter at the
+ * back of PostgreSQL's queue. Thread-safe: {@link #await()} from one thread, {@link #close()} from
  * any.
  */
-final class LockWaiter implements AutoCloseable {
+public final class LockWaiter implements AutoCloseable {
 
   private static final Logger LOG = LoggerFactory.getLogger(LockWaiter.class);
 
-  private final AdvisoryLock lock;
-  private final Connection conn;
-  private final int pid;
-  private final String database;
-  private final List<String> applied;
-  private final String marker;
+  private final SessionOpener.Spec spec;
+  private final Session session;
   private final Duration waitTimeout;
   private final String originalLockTimeout;
   private final String originalStatementTimeout;
-  private final ReentrantLock io = new ReentrantLock();
-  private final AtomicBoolean open = new AtomicBoolean(true);
 
-  /** Whether the last wait ended in lock_timeout (guarded by io). */
+  /** Set once: by the grant (the session is the caller's) or by close (it is ended). */
+  private final AtomicBoolean settled = new AtomicBoolean();
+
+  /** Whether the last wait ended in lock_timeout (the waiting thread's alone). */
   private boolean timedOut;
 
   private LockWaiter(
-      AdvisoryLock lock,
-      Connection conn,
-      int pid,
-      String database,
-      List<String> applied,
-      String marker,
+      SessionOpener.Spec spec,
+      Session session,
       Duration waitTimeout,
-      String originalLockTimeout,
-      String originalStatementTimeout) {
-    this.lock = lock;
-    this.conn = conn;
-    this.pid = pid;
-    this.database = database;
-    this.applied = applied;
-    this.marker = marker;
+      String lockTimeout,
+      String statementTimeout) {
+    this.spec = spec;
+    this.session = session;
     this.waitTimeout = waitTimeout;
-    this.originalLockTimeout = originalLockTimeout;
-    this.originalStatementTimeout = originalStatementTimeout;
+    this.originalLockTimeout = lockTimeout;
+    this.originalStatementTimeout = statementTimeout;
   }
 
-  /** Opens the waiting session, refusing a hot standby. */
-  static LockWaiter open(AdvisoryLock lock, Duration waitTimeout) {
-    Connection conn = lock.borrow();
-    String marker = AdvisoryLock.newMarker();
-    boolean ok = false;
+  /**
+   * Opens the waiting session.
+   *
+   * @param spec how to open it
+   * @param waitTimeout the longest single wait
+   * @return the waiter
+   * @throws AdvisoryLockException when it cannot be opened or is refused
+   */
+  public static LockWaiter open(SessionOpener.Spec spec, Duration waitTimeout) {
+    Session s = SessionOpener.open(spec);
     try {
-      lock.prepare(conn);
-      int pid;
-      String database;
-      List<String> applied;
-      String lockTimeout;
-      String statementTimeout;
-      try (PreparedStatement ps =
-          conn.prepareStatement(
-              "SELECT w.*, pg_catalog.current_setting('lock_timeout'),"
-                  + " pg_catalog.current_setting('statement_timeout'),"
-                  + " pg_catalog.set_config('lock_timeout', ?::text, false),"
-                  + " pg_catalog.set_config('statement_timeout', '0', false) FROM ("
-                  + SessionSql.prepareWaiter()
-                  + ") w")) {
-        ps.setString(1, waitTimeout.toMillis() + "ms");
-        ps.setString(lock.bindSettings(conn, ps, 2), marker);
-        try (ResultSet rs = ps.executeQuery()) {
-          rs.next();
-          pid = rs.getInt(1);
-          lock.refuseUnsafe(pid, rs.getBoolean(2), false);
-          applied = lock.applied(rs.getArray(3));
-          database = rs.getString(4);
-          lockTimeout = rs.getString(6);
-          statementTimeout = rs.getString(7);
-        }
-      }
-      if (PgSession.describesAhead(conn)) {
-        describeFencingToken(lock, conn);
-      }
-      if (!lock.clientKeepalives(conn)) {
-        LOG.debug(
-            "{} Client keepalives unavailable; a dead server is noticed after waitTimeout",
-            lock.context());
-      }
-      LockWaiter w =
-          new LockWaiter(
-              lock,
-              conn,
-              pid,
-              database,
-              applied,
-              marker,
-              waitTimeout,
-              lockTimeout,
-              statementTimeout);
-      ok = true;
-      return w;
+      String[] timeouts =
+          s.call(
+              c -> {
+                String[] before = armTimeouts(c, waitTimeout);
+                if (PgSession.describesAhead(c)) {
+                  describeFencingToken(spec, c);
+                }
+                if (!clientKeepalives(spec, c)) {
+                  LOG.debug(
+                      "{} Client keepalives unavailable; a dead server is noticed after"
+                          + " waitTimeout",
+                      spec.context());
+                }
+                return before;
+              });
+      return new LockWaiter(spec, s, waitTimeout, timeouts[0], timeouts[1]);
     } catch (SQLException e) {
-      throw lock.failed("Opening a waiting session failed", e);
-    } finally {
-      if (!ok) {
-        SessionTerminator.endSession(lock.dataSource(), conn, true, lock.context());
+      s.abort();
+      throw SessionOpener.failed(spec, "Opening a waiting session failed", e);
+    } catch (RuntimeException e) {
+      s.abort();
+      throw e;
+    }
+  }
+
+  /** Sets the wait's own lock_timeout and no statement_timeout; returns the session's own. */
+  private static String[] armTimeouts(Connection c, Duration waitTimeout) throws SQLException {
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "SELECT pg_catalog.current_setting('lock_timeout'),"
+                + " pg_catalog.current_setting('statement_timeout'),"
+                + " pg_catalog.set_config('lock_timeout', ?::text, false),"
+                + " pg_catalog.set_config('statement_timeout', '0', false)")) {
+      ps.setString(1, waitTimeout.toMillis() + "ms");
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return new String[] {rs.getString(1), rs.getString(2)};
       }
     }
   }
 
   /**
    * Has the server parse the fencing-token statement on this session now, without running it (no
-   * xid is taken, nothing is written). The token is the first statement a granted waiter runs, and
-   * on a session that never ran it the server looks up every function and type it names in its
-   * catalogs, and the driver parses it for the first time: in the failover benchmark that made the
-   * token's round trip at a takeover about twice as slow. pgjdbc keeps the described statement on
-   * the session, so the token's run at the grant skips the parse. Done once per waiting session,
-   * and only where {@link PgSession#describesAhead} allows it.
-   *
-   * <p>Only a lost session fails the waiter's open. Any other failure leaves the statement to be
-   * parsed at the grant, as before: behind a transaction pooler with server-side statements on, the
-   * name pgjdbc picks may already exist on a shared backend (42P05), and the wait's own check then
-   * refuses that backend with {@code POOLER_DETECTED}.
+   * xid is taken, nothing is written): the token is the first statement a granted waiter runs, and
+   * a session that never ran it spends a first parse at the takeover. pgjdbc keeps the described
+   * statement as a named statement that the token's run reuses. Only where {@link
+   * PgSession#describesAhead} allows it; only a lost session fails the open (behind a transaction
+   * pooler the name may already exist on a shared backend, 42P05, and the wait's own check then
+   * refuses that backend).
    */
-  private static void describeFencingToken(AdvisoryLock lock, Connection conn) throws SQLException {
-    try (PreparedStatement ps = conn.prepareStatement(SessionSql.fencingToken())) {
+  private static void describeFencingToken(SessionOpener.Spec spec, Connection c)
+      throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(SessionSql.fencingToken())) {
       ps.setString(1, "");
       ps.getMetaData();
     } catch (SQLException e) {
@@ -157,130 +137,144 @@ final class LockWaiter implements AutoCloseable {
       LOG.debug(
           "{} Describing the fencing token's statement failed (SQLState {}); it is parsed when"
               + " the lock is granted: {}",
-          lock.context(),
+          spec.context(),
           e.getSQLState(),
           e.toString());
     }
   }
 
   /**
-   * Waits up to {@code waitTimeout} for the lock.
-   *
-   * @return the lease once granted; empty when the wait timed out (call again to re-arm)
-   * @throws UnsafeSessionException on a hot standby or a shared backend (the session is ended)
-   * @throws AdvisoryLockException if the session failed, was closed or the thread was interrupted
-   *     (the session is ended; an interrupt stays set)
+   * Gives the client's socket the keepalives the server side gets, so a client blocked in a long
+   * wait notices a dead server or a healed partition as fast as the server notices a dead client.
    */
-  Optional<AdvisoryLockLease> await() {
-    io.lock();
-    try {
-      if (!open.get()) {
-        throw new AdvisoryLockException(
-            "The waiter is closed", lock.key(), lock.candidateId(), null);
-      }
-      int granted;
-      boolean inRecovery;
-      boolean alreadyHeld;
-      boolean locked;
-      try {
-        conn.setNetworkTimeout(
-            AdvisoryLock.DIRECT, (int) (waitTimeout.toMillis() + lock.timeoutMillis()));
-        try (PreparedStatement ps = conn.prepareStatement(SessionSql.waitLock(lock.key()))) {
-          ps.setString(1, originalLockTimeout);
-          ps.setString(2, originalStatementTimeout);
-          int next = lock.key().bindArguments(ps, 3);
-          lock.key().bindLocks(ps, next);
-          try (ResultSet rs = ps.executeQuery()) {
-            rs.next();
-            granted = rs.getInt(1);
-            inRecovery = rs.getBoolean(2);
-            alreadyHeld = rs.getBoolean(3);
-            locked = rs.getBoolean(4);
-          }
-        }
-      } catch (SQLException e) {
-        if ("55P03".equals(e.getSQLState()) && open.get()) {
-          timedOut = true;
-          return Optional.empty(); // lock_timeout: nobody released it yet; re-arm
-        }
-        close();
-        throw lock.failed("Waiting for the lock failed", e);
-      }
-      boolean afterTimeout = timedOut;
-      timedOut = false;
-      if (granted != pid) {
-        discard();
-        throw Refusals.pidChanged(pid, granted, lock.key(), lock.candidateId());
-      }
-      if (alreadyHeld && afterTimeout && !inRecovery) {
-        // PostgreSQL can grant the lock in the instant lock_timeout fires: the statement fails
-        // with 55P03 and the session keeps the lock. Not a shared backend, but not provably ours
-        // either, so end the session (which frees the lock if it is ours) and let the standby
-        // open a new one; this candidate never acts on it. A backend that still holds the key on
-        // the next session's first wait is refused as shared, as before.
-        discard();
-        throw new AdvisoryLockException(
-            "The lock was granted as the previous wait timed out; the waiting session was ended,"
-                + " which releases it, and the standby waits again on a new one",
-            lock.key(),
-            lock.candidateId(),
-            null);
-      }
-      if (inRecovery || alreadyHeld || !locked) {
-        discard();
-        lock.refuseUnsafe(granted, inRecovery, alreadyHeld);
-        throw new AdvisoryLockException(
-            "The wait returned without the lock", lock.key(), lock.candidateId(), null);
-      }
-      if (!open.compareAndSet(true, false)) {
-        // Closed while the grant arrived: end the session, which releases the lock.
-        SessionTerminator.endSession(lock.dataSource(), conn, false, lock.context());
-        throw new AdvisoryLockException(
-            "The waiter was closed", lock.key(), lock.candidateId(), null);
-      }
-      if (Thread.currentThread().isInterrupted()) {
-        SessionTerminator.endSession(lock.dataSource(), conn, false, lock.context());
-        throw new AdvisoryLockException(
-            "Interrupted when the lock was granted; the session was ended",
-            lock.key(),
-            lock.candidateId(),
-            new InterruptedException());
-      }
-      try {
-        conn.setNetworkTimeout(AdvisoryLock.DIRECT, 0);
-      } catch (SQLException e) {
-        SessionTerminator.endSession(lock.dataSource(), conn, false, lock.context());
-        throw lock.failed("Granted, but the session failed right after", e);
-      }
-      LOG.debug("{} Lock granted to waiting backend pid {}", lock.context(), pid);
-      return Optional.of(
-          new AdvisoryLockLease(lock, conn, pid, Instant.now(), applied, database, marker));
-    } finally {
-      io.unlock();
+  private static boolean clientKeepalives(SessionOpener.Spec spec, Connection c) {
+    String idle = spec.settings().get("tcp_keepalives_idle");
+    String interval = spec.settings().get("tcp_keepalives_interval");
+    String count = spec.settings().get("tcp_keepalives_count");
+    if (idle == null || interval == null || count == null) {
+      return false;
     }
-  }
-
-  /** The waiting session's connection (tests read its socket options). */
-  Connection connection() {
-    return conn;
+    try {
+      return PgSession.clientKeepalives(
+          c, Integer.parseInt(idle), Integer.parseInt(interval), Integer.parseInt(count));
+    } catch (NumberFormatException e) {
+      return false;
+    }
   }
 
   /**
-   * Ends a refused session without sending it anything: its backend may be shared with another
-   * client, whose lock a terminate statement would end.
+   * Waits up to {@code waitTimeout} for the lock.
+   *
+   * @return the session once granted, holding the key; empty when the wait timed out (call again to
+   *     re-arm)
+   * @throws dev.retsu.lock.UnsafeSessionException on a hot standby or a shared backend
+   * @throws AdvisoryLockException if the session failed, was closed or the thread was interrupted
+   *     (the session is ended; an interrupt stays set)
    */
-  private void discard() {
-    if (open.compareAndSet(true, false)) {
-      SessionTerminator.endSession(lock.dataSource(), conn, true, lock.context());
+  public Optional<Session> await() {
+    Wait w;
+    try {
+      w = session.call(this::waitOnce);
+    } catch (SQLException e) {
+      if ("55P03".equals(e.getSQLState()) && session.isOpen()) {
+        timedOut = true;
+        return Optional.empty(); // lock_timeout: nobody released it yet; re-arm
+      }
+      session.abort();
+      throw SessionOpener.failed(spec, "Waiting for the lock failed", e);
     }
+    return granted(w.pid(), w.inRecovery(), w.alreadyHeld(), w.locked());
   }
 
-  /** Ends the waiting session (aborting a wait in progress). Idempotent; never throws. */
+  /** What one wait returned. */
+  private record Wait(int pid, boolean inRecovery, boolean alreadyHeld, boolean locked) {}
+
+  /**
+   * One wait on the raw session. Once granted, the round trips are bounded by nothing again here,
+   * on the same connection in hand (nothing more is linked or looked up at the grant).
+   */
+  private Wait waitOnce(Connection c) throws SQLException {
+    LockKey key = spec.key();
+    c.setNetworkTimeout(
+        SessionTerminator.DIRECT, (int) (waitTimeout.toMillis() + spec.roundTripMillis()));
+    Wait w;
+    try (PreparedStatement ps = c.prepareStatement(SessionSql.waitLock(key))) {
+      ps.setString(1, originalLockTimeout);
+      ps.setString(2, originalStatementTimeout);
+      KeySql.bindLocks(ps, KeySql.bindArguments(ps, 3, key), key);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        w = new Wait(rs.getInt(1), rs.getBoolean(2), rs.getBoolean(3), rs.getBoolean(4));
+      }
+    }
+    if (w.locked()) {
+      c.setNetworkTimeout(SessionTerminator.DIRECT, 0);
+    }
+    return w;
+  }
+
+  private Optional<Session> granted(
+      int pid, boolean inRecovery, boolean alreadyHeld, boolean locked) {
+    boolean afterTimeout = timedOut;
+    timedOut = false;
+    if (pid != session.id().pid()) {
+      session.abort(); // never a statement: the backend may be another client's
+      throw Refusals.pidChanged(session.id().pid(), pid, spec.key(), spec.candidateId());
+    }
+    if (alreadyHeld && afterTimeout && !inRecovery) {
+      // PostgreSQL can grant the lock in the instant lock_timeout fires: the statement fails with
+      // 55P03 and the session keeps the lock. Not a shared backend, but not provably ours either,
+      // so end the session (which frees the lock if it is ours) and wait again on a new one.
+      session.abort();
+      throw new AdvisoryLockException(
+          "The lock was granted as the previous wait timed out; the waiting session was ended,"
+              + " which releases it, and the standby waits again on a new one",
+          spec.key(),
+          spec.candidateId(),
+          null);
+    }
+    if (inRecovery || alreadyHeld || !locked) {
+      session.abort();
+      if (inRecovery) {
+        throw Refusals.hotStandby(spec.key(), spec.candidateId());
+      }
+      if (alreadyHeld) {
+        throw Refusals.alreadyHeld(pid, spec.key(), spec.candidateId());
+      }
+      throw new AdvisoryLockException(
+          "The wait returned without the lock", spec.key(), spec.candidateId(), null);
+    }
+    if (!settled.compareAndSet(false, true)) {
+      session.end(); // closed as the grant arrived: ending the session releases the lock
+      throw new AdvisoryLockException(
+          "The waiter was closed", spec.key(), spec.candidateId(), null);
+    }
+    if (Thread.currentThread().isInterrupted()) {
+      session.end();
+      throw new AdvisoryLockException(
+          "Interrupted when the lock was granted; the session was ended",
+          spec.key(),
+          spec.candidateId(),
+          new InterruptedException());
+    }
+    session.held(List.of(spec.key()));
+    LOG.debug("{} Lock granted to waiting backend pid {}", spec.context(), pid);
+    return Optional.of(session);
+  }
+
+  /** The waiting session (tests read its socket options). */
+  public Session session() {
+    return session;
+  }
+
+  /**
+   * Ends the waiting session (aborting a wait in progress), unless it was granted: a granted
+   * session is the caller's. Idempotent; never throws.
+   */
   @Override
   public void close() {
-    if (!open.compareAndSet(true, false)) {
-      return;
+    if (settled.compareAndSet(false, true)) {
+      session.end();
     }
-    SessionTerminator.endSession(lock.dataSource(), conn, io, lock.context());
   }
 }

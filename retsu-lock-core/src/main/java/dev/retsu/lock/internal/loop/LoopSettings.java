@@ -1,58 +1,61 @@
-package dev.retsu.lock;
+package dev.retsu.lock.internal.loop;
 
+import dev.retsu.lock.FailurePolicy;
+import dev.retsu.lock.LockKey;
+import dev.retsu.lock.TakeoverMode;
+import dev.retsu.lock.internal.session.SessionOpener;
+import dev.retsu.lock.internal.term.TermOptions;
 import java.time.Duration;
-import java.util.List;
 
 /**
- * The validated, immutable settings of one loop, made by {@link LeaderLoopBuilder#build()}. Single
- * values are checked as they are set on the builder; the rules that tie two values together are
- * checked here, once. Thread-safe.
+ * The validated, immutable settings of one {@code LeaderLoop}: the options its terms share with
+ * every recipe, how its sessions are opened, and the loop's own knobs. Thread-safe.
+ *
+ * @param term the shared term options
+ * @param spec how the loop's sessions are opened (the key, the settings, the bounds)
+ * @param retryInterval the wait between POLL attempts
+ * @param retryJitter the fraction that shortens a POLL wait at most
+ * @param failurePolicy what a failed term does
+ * @param maxBackoff the longest wait between failed terms under STEP_DOWN
+ * @param takeover POLL or WAIT
+ * @param waitTimeout the longest single wait of a WAIT standby
  */
-record LoopSettings(
-    AdvisoryLock lock,
+public record LoopSettings(
+    TermOptions term,
+    SessionOpener.Spec spec,
     Duration retryInterval,
-    Duration refreshInterval,
     double retryJitter,
     FailurePolicy failurePolicy,
-    Duration refreshTimeout,
-    Duration heartbeatInterval,
-    Duration selfFenceAfter,
-    ServerBounds bounds,
     Duration maxBackoff,
-    Duration closeTimeout,
     TakeoverMode takeover,
-    Duration waitTimeout,
-    boolean failFast,
-    List<LeaderListener> listeners,
-    TimeSource time) {
+    Duration waitTimeout) {
 
-  LoopSettings {
-    listeners = List.copyOf(listeners);
-    bounds.checkDeadline(selfFenceAfter);
-    if (heartbeatInterval.multipliedBy(2).compareTo(selfFenceAfter) > 0) {
-      throw new IllegalStateException(
-          "heartbeatInterval must be at most half of selfFenceAfter ("
-              + selfFenceAfter
-              + ") so that one slow heartbeat does not fence a healthy leader, but was "
-              + heartbeatInterval);
-    }
+  /** The key. */
+  public LockKey key() {
+    return spec.key();
   }
 
-  String context() {
-    return lock.context();
+  /** The candidate. */
+  public String candidateId() {
+    return spec.candidateId();
+  }
+
+  /** The log prefix. */
+  public String context() {
+    return spec.context();
   }
 
   /** The settings a loop logs when it starts. */
-  String summary() {
+  public String summary() {
     return "takeover "
         + takeover
         + ", retry "
         + retryInterval
         + ", refresh "
-        + refreshInterval
+        + term.refreshInterval()
         + ", policy "
         + failurePolicy
         + ", "
-        + bounds;
+        + term.bounds();
   }
 }

@@ -1,5 +1,15 @@
-package dev.retsu.lock;
+package dev.retsu.lock.internal.loop;
 
+import dev.retsu.lock.AdvisoryLockException;
+import dev.retsu.lock.FailurePolicy;
+import dev.retsu.lock.LeadershipLostException;
+import dev.retsu.lock.LossReason;
+import dev.retsu.lock.TakeoverMode;
+import dev.retsu.lock.Term;
+import dev.retsu.lock.UnsafeSessionException;
+import dev.retsu.lock.internal.session.Session;
+import dev.retsu.lock.internal.session.SessionOpener;
+import dev.retsu.lock.internal.term.TermState;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.ThreadLocalRandom;
@@ -18,29 +28,34 @@ import org.slf4j.LoggerFactory;
  * #close()} aborts at once. Thread-safe: attempts and decisions from the loop's thread, {@link
  * #close()} from any.
  */
-final class Standby implements AutoCloseable {
+public final class Standby implements AutoCloseable {
 
   private static final Logger LOG = LoggerFactory.getLogger(Standby.class);
 
   private final LoopSettings settings;
   private final DoubleSupplier random;
-  private final Supplier<Optional<TermLease>> poll;
+  private final Supplier<Optional<Session>> poll;
   private volatile LockWaiter waiter;
   private volatile boolean closed;
   private volatile boolean reached;
   private int failedTerms;
 
-  Standby(LoopSettings settings) {
+  /**
+   * The standby of a loop.
+   *
+   * @param settings the loop's settings
+   */
+  public Standby(LoopSettings settings) {
     this(
         settings,
         () -> ThreadLocalRandom.current().nextDouble(),
-        () -> settings.lock().tryAcquire().map(AdvisoryTermLease::new));
+        () -> SessionOpener.tryLock(settings.spec()).map(s -> (Session) s));
   }
 
   /**
    * A standby with its own randomness and POLL attempts: unit tests pass a stub for the database.
    */
-  Standby(LoopSettings settings, DoubleSupplier random, Supplier<Optional<TermLease>> poll) {
+  public Standby(LoopSettings settings, DoubleSupplier random, Supplier<Optional<Session>> poll) {
     this.settings = settings;
     this.random = random;
     this.poll = poll;
@@ -53,9 +68,9 @@ final class Standby implements AutoCloseable {
    *     out)
    * @throws AdvisoryLockException if the attempt failed (the waiting session is then gone)
    */
-  Optional<TermLease> attempt() {
+  public Optional<Session> attempt() {
     if (settings.takeover() == TakeoverMode.POLL) {
-      Optional<TermLease> lease = poll.get();
+      Optional<Session> lease = poll.get();
       reached = true;
       if (lease.isEmpty()) {
         WarmUp.leaderPath(); // a standby now: load what a takeover will run
@@ -64,7 +79,7 @@ final class Standby implements AutoCloseable {
     }
     LockWaiter w = waiter;
     if (w == null) {
-      w = LockWaiter.open(settings.lock(), settings.waitTimeout());
+      w = LockWaiter.open(settings.spec(), settings.waitTimeout());
       reached = true;
       waiter = w;
       if (closed) {
@@ -75,14 +90,11 @@ final class Standby implements AutoCloseable {
       WarmUp.leaderPath(); // before the wait whose grant must be fast
     }
     try {
-      Optional<AdvisoryLockLease> granted = w.await();
-      if (granted.isEmpty()) {
-        return Optional.empty();
+      Optional<Session> granted = w.await();
+      if (granted.isPresent()) {
+        waiter = null; // its session now belongs to the term
       }
-      waiter = null; // its session now belongs to the lease
-      // Not granted.map(AdvisoryTermLease::new): a method reference is linked when first run, and
-      // a waiting standby first runs this line at its grant, the moment a takeover is timed.
-      return Optional.of(new AdvisoryTermLease(granted.get()));
+      return granted;
     } catch (AdvisoryLockException e) {
       waiter = null; // the waiter ended its session
       throw e;
@@ -99,8 +111,8 @@ final class Standby implements AutoCloseable {
    *
    * @throws AdvisoryLockException {@code failure}, when it ends the loop
    */
-  Duration afterFailure(AdvisoryLockException failure, boolean leaseTaken) {
-    if ((!reached && settings.failFast()) || fatal(failure) || (leaseTaken && exits())) {
+  public Duration afterFailure(AdvisoryLockException failure, boolean leaseTaken) {
+    if ((!reached && settings.term().failFast()) || fatal(failure) || (leaseTaken && exits())) {
       throw failure;
     }
     if (leaseTaken) {
@@ -123,14 +135,14 @@ final class Standby implements AutoCloseable {
    *
    * @throws LeadershipLostException when the loop ends: the term's reason, its cause kept
    */
-  Duration afterTerm(LeaderTerm term, int refreshes) {
+  public Duration afterTerm(TermState term) {
     LossReason reason = term.reason();
     if (exits() || reason == LossReason.POOLER_DETECTED) {
       Term t = term.term();
       throw new LeadershipLostException(
           reason, "Term " + t.number() + " ended", t.key(), t.candidateId(), term.cause());
     }
-    failedTerms = refreshes > 0 ? 1 : failedTerms + 1;
+    failedTerms = term.refreshes() > 0 ? 1 : failedTerms + 1;
     Duration backoff = backoff(failedTerms);
     LOG.info("{} Stepping down; contending again in {}", settings.context(), backoff);
     return backoff;
@@ -154,7 +166,7 @@ final class Standby implements AutoCloseable {
   }
 
   /** After an attempt found the lock held elsewhere: POLL waits a jittered retry interval. */
-  Duration afterHeldElsewhere() {
+  public Duration afterHeldElsewhere() {
     return settings.takeover() == TakeoverMode.WAIT ? Duration.ZERO : jittered();
   }
 
@@ -162,7 +174,7 @@ final class Standby implements AutoCloseable {
    * retryInterval × (1 − retryJitter × u), u uniform in [0, 1): jitter only shortens the wait, so
    * retryInterval stays the longest a free lock waits for a POLL standby.
    */
-  Duration jittered() {
+  public Duration jittered() {
     double jitter = settings.retryJitter();
     Duration interval = settings.retryInterval();
     if (jitter == 0) {
@@ -176,7 +188,7 @@ final class Standby implements AutoCloseable {
    * The wait after the {@code failedTerms}-th failed term in a row under STEP_DOWN: retryInterval,
    * doubling, at most maxBackoff.
    */
-  Duration backoff(int failedTerms) {
+  public Duration backoff(int failedTerms) {
     Duration d = settings.retryInterval();
     Duration max = settings.maxBackoff();
     for (int i = 1; i < failedTerms && d.compareTo(max) < 0; i++) {

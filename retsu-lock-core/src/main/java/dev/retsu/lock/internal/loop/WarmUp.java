@@ -1,8 +1,25 @@
-package dev.retsu.lock;
+package dev.retsu.lock.internal.loop;
 
-import dev.retsu.lock.internal.PgSession;
-import dev.retsu.lock.internal.SessionGuard;
-import dev.retsu.lock.internal.SessionTerminator;
+import dev.retsu.lock.AttemptResult;
+import dev.retsu.lock.FencingToken;
+import dev.retsu.lock.LeadershipLostException;
+import dev.retsu.lock.LossReason;
+import dev.retsu.lock.Term;
+import dev.retsu.lock.internal.Diagnostics;
+import dev.retsu.lock.internal.session.LockSession;
+import dev.retsu.lock.internal.session.PgSession;
+import dev.retsu.lock.internal.session.ProofException;
+import dev.retsu.lock.internal.session.Proofs;
+import dev.retsu.lock.internal.session.Refusals;
+import dev.retsu.lock.internal.session.SelfFence;
+import dev.retsu.lock.internal.session.SessionGuard;
+import dev.retsu.lock.internal.session.SessionTerminator;
+import dev.retsu.lock.internal.session.SuspectSql;
+import dev.retsu.lock.internal.term.ReleasePolicy;
+import dev.retsu.lock.internal.term.SessionWatchdog;
+import dev.retsu.lock.internal.term.SessionWorker;
+import dev.retsu.lock.internal.term.TermListeners;
+import dev.retsu.lock.internal.term.TermState;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
@@ -16,7 +33,7 @@ import org.slf4j.helpers.MessageFormatter;
  * in the failover benchmark, the cold path cost more than the lock grant itself. Safe to call from
  * any thread; only the first call does anything.
  */
-final class WarmUp {
+public final class WarmUp {
 
   private static final Logger LOG = LoggerFactory.getLogger(WarmUp.class);
   private static final AtomicBoolean DONE = new AtomicBoolean();
@@ -28,15 +45,19 @@ final class WarmUp {
    */
   private static final List<Class<?>> LEADER_PATH =
       List.of(
-          AdvisoryLockLease.class,
-          AdvisoryLockLease.Watcher.class,
-          AdvisoryLockLease.Hooks.class,
-          Listeners.class,
-          Listeners.Call.class,
-          AdvisoryTermLease.class,
-          LeaderTerm.class,
-          TermRunner.class,
-          TermWatchdog.class,
+          LockSession.class,
+          Proofs.class,
+          SuspectSql.class,
+          TermListeners.class,
+          TermState.class,
+          SessionWorker.class,
+          SessionWorker.Job.class,
+          SessionWorker.Owner.class,
+          LoopTerm.class,
+          LockWaiter.class,
+          SessionWatchdog.class,
+          ReleasePolicy.class,
+          ProofException.class,
           SelfFence.class,
           Term.class,
           FencingToken.class,
@@ -59,12 +80,14 @@ final class WarmUp {
   private static final List<String> OPTIONAL =
       List.of(
           "org.slf4j.helpers.NormalizedParameters",
+          "dev.retsu.lock.internal.session.GuardHooks",
+          "dev.retsu.lock.internal.session.OwnershipProof",
           "org.postgresql.jdbc.PgConnection$AbortCommand");
 
   private WarmUp() {}
 
   /** Loads and initialises the leader path; never throws. */
-  static void leaderPath() {
+  public static void leaderPath() {
     if (!DONE.compareAndSet(false, true)) {
       return;
     }

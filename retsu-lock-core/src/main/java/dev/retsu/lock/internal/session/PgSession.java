@@ -1,4 +1,4 @@
-package dev.retsu.lock.internal;
+package dev.retsu.lock.internal.session;
 
 import java.io.EOFException;
 import java.io.IOException;

@@ -1,14 +1,18 @@
-package dev.retsu.lock;
+package dev.retsu.lock.internal.session;
+
+import dev.retsu.lock.LockKey;
+import dev.retsu.lock.LossReason;
+import dev.retsu.lock.UnsafeSessionException;
 
 /**
  * Each refusal of an unsafe session, written once: a hot standby, and a backend shared between
  * clients (a transaction-mode pooler). Thread-safe (stateless).
  */
-final class Refusals {
+public final class Refusals {
 
   private Refusals() {}
 
-  static UnsafeSessionException hotStandby(LockKey key, String candidateId) {
+  public static UnsafeSessionException hotStandby(LockKey key, String candidateId) {
     return new UnsafeSessionException(
         LossReason.HOT_STANDBY_DETECTED,
         "The server is a hot standby (pg_is_in_recovery() = true): advisory locks there do not"
@@ -22,7 +26,7 @@ final class Refusals {
    *
    * @param what what was seen, e.g. "Backend 42 already holds this lock before we took it"
    */
-  static UnsafeSessionException sharedBackend(String what, LockKey key, String candidateId) {
+  public static UnsafeSessionException sharedBackend(String what, LockKey key, String candidateId) {
     return new UnsafeSessionException(
         LossReason.POOLER_DETECTED,
         what
@@ -33,12 +37,13 @@ final class Refusals {
         candidateId);
   }
 
-  static UnsafeSessionException alreadyHeld(int pid, LockKey key, String candidateId) {
+  public static UnsafeSessionException alreadyHeld(int pid, LockKey key, String candidateId) {
     return sharedBackend(
         "Backend " + pid + " already holds this lock before we took it", key, candidateId);
   }
 
-  static UnsafeSessionException pidChanged(int from, int to, LockKey key, String candidateId) {
+  public static UnsafeSessionException pidChanged(
+      int from, int to, LockKey key, String candidateId) {
     return sharedBackend(
         "The backend changed between two statements (pid " + from + " then " + to + ")",
         key,

@@ -1,8 +1,10 @@
-package dev.retsu.lock;
+package dev.retsu.lock.internal.session;
 
+import dev.retsu.lock.internal.TimeSource;
 import java.time.Duration;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongBinaryOperator;
 
 /**
  * Invariant 5, client side: the self-fencing deadline of one term. It runs from the start of the
@@ -11,14 +13,23 @@ import java.util.concurrent.atomic.AtomicLong;
  * freeze that stops the monotonic clock. It expires when either passes; a wall clock stepped
  * forward by NTP can only make it expire early, never late. Thread-safe.
  */
-final class SelfFence {
+public final class SelfFence {
+
+  /**
+   * The later of two monotonic times, and the larger of two wall times: constants, linked when the
+   * class initialises (a standby's warm-up does that), not at a takeover's first proof.
+   */
+  private static final LongBinaryOperator LATER = (old, now) -> now - old > 0 ? now : old;
+
+  private static final LongBinaryOperator MAX = Math::max;
 
   private final TimeSource time;
   private final Duration window;
   private final AtomicLong proofStart;
   private final AtomicLong wallDeadline;
 
-  SelfFence(TimeSource time, Duration window, long proofStartNanos, long proofStartWallMillis) {
+  public SelfFence(
+      TimeSource time, Duration window, long proofStartNanos, long proofStartWallMillis) {
     this.time = time;
     this.window = window;
     this.proofStart = new AtomicLong(proofStartNanos);
@@ -26,35 +37,35 @@ final class SelfFence {
   }
 
   /** A round trip that started at {@code startNanos} succeeded: the deadline moves forward. */
-  void proved(long startNanos) {
+  public void proved(long startNanos) {
     long wallStart = time.wallMillis() - TimeSource.millis(time.nanoTime() - startNanos);
-    proofStart.accumulateAndGet(startNanos, (old, now) -> now - old > 0 ? now : old);
-    wallDeadline.accumulateAndGet(wallStart + window.toMillis(), Math::max);
+    proofStart.accumulateAndGet(startNanos, LATER);
+    wallDeadline.accumulateAndGet(wallStart + window.toMillis(), MAX);
   }
 
   /** The start of the last successful round trip, on the monotonic clock. */
-  long lastProofStart() {
+  public long lastProofStart() {
     return proofStart.get();
   }
 
   /** The monotonic deadline. */
-  long deadline() {
+  public long deadline() {
     return proofStart.get() + window.toNanos();
   }
 
   /** Nanoseconds left before the deadline (negative once passed). */
-  long nanosLeft() {
+  public long nanosLeft() {
     long mono = deadline() - time.nanoTime();
     long wall = (wallDeadline.get() - time.wallMillis()) * 1_000_000L;
     return Math.min(mono, wall);
   }
 
-  boolean expired() {
+  public boolean expired() {
     return nanosLeft() <= 0;
   }
 
   /** The one message for a term that ran out of proof. */
-  TimeoutException timeout(ServerBounds bounds) {
+  public TimeoutException timeout(ServerBounds bounds) {
     return new TimeoutException(
         "No proof that the session is alive for "
             + window

@@ -1,4 +1,4 @@
-package dev.retsu.lock;
+package dev.retsu.lock.internal.session;
 
 import java.time.Duration;
 import java.util.LinkedHashMap;
@@ -16,17 +16,17 @@ import java.util.Map;
  * takes the lock. The client-side deadline ({@code selfFenceAfter}) must stay at least {@link
  * #MIN_FENCING_MARGIN} below {@link #bound()}. Immutable, thread-safe.
  */
-final class ServerBounds {
+public final class ServerBounds {
 
   /** The least gap between the self-fencing deadline and the server-side bound: 1 second. */
-  static final Duration MIN_FENCING_MARGIN = Duration.ofSeconds(1);
+  public static final Duration MIN_FENCING_MARGIN = Duration.ofSeconds(1);
 
   private final Duration keepaliveIdle;
   private final Duration keepaliveInterval;
   private final int keepaliveCount;
   private final Duration idleSessionTimeout;
 
-  ServerBounds(
+  public ServerBounds(
       Duration keepaliveIdle,
       Duration keepaliveInterval,
       int keepaliveCount,
@@ -38,12 +38,12 @@ final class ServerBounds {
   }
 
   /** After how long the server ends the session of a client that vanished (keepalives). */
-  Duration keepaliveBound() {
+  public Duration keepaliveBound() {
     return keepaliveIdle.plus(keepaliveInterval.multipliedBy(keepaliveCount));
   }
 
   /** The sooner of the keepalive bound and {@code idle_session_timeout} (when on). */
-  Duration bound() {
+  public Duration bound() {
     Duration keep = keepaliveBound();
     return idleSessionTimeout.isZero() || keep.compareTo(idleSessionTimeout) < 0
         ? keep
@@ -59,7 +59,7 @@ final class ServerBounds {
    * Refuses a self-fencing deadline that does not leave {@link #MIN_FENCING_MARGIN} before the
    * server could free the lock.
    */
-  void checkDeadline(Duration selfFenceAfter) {
+  public void checkDeadline(Duration selfFenceAfter) {
     Duration bound = bound();
     if (selfFenceAfter.plus(MIN_FENCING_MARGIN).compareTo(bound) > 0) {
       throw new IllegalStateException(
@@ -76,7 +76,7 @@ final class ServerBounds {
   }
 
   /** The settings the lease's session carries, in the order they are applied. */
-  Map<String, String> sessionSettings() {
+  public Map<String, String> sessionSettings() {
     Map<String, String> s = new LinkedHashMap<>();
     s.put("tcp_keepalives_idle", Long.toString(keepaliveIdle.toSeconds()));
     s.put("tcp_keepalives_interval", Long.toString(keepaliveInterval.toSeconds()));

@@ -1,4 +1,4 @@
-package dev.retsu.lock.internal;
+package dev.retsu.lock.internal.session;
 
 import java.lang.reflect.InvocationHandler;
 import java.lang.reflect.InvocationTargetException;
@@ -93,8 +93,9 @@ public final class SessionGuard {
     /**
      * Called with the SQL text of any statement prepared, executed or batched through the graph
      * ({@code Connection.prepareStatement}, {@code prepareCall} and {@code nativeSQL}; {@code
-     * Statement.execute*} and {@code addBatch} with a String), after {@link #enter()} and before
-     * the delegated call. Must not throw.
+     * Statement.execute*} and {@code addBatch} with a String; and every {@code execute*} or {@code
+     * addBatch} of a statement prepared through the graph, with the text it was prepared from),
+     * after {@link #enter()} and before the delegated call. Must not throw.
      *
      * @param sql the SQL text as given by the caller
      */
@@ -188,6 +189,9 @@ public final class SessionGuard {
     private final Object target;
     private final Handler parent;
     final Object proxy;
+
+    /** The text a prepared or callable statement was built from: each execution runs it again. */
+    private volatile String preparedSql;
 
     Handler(Graph graph, Class<?> type, Object target, Handler parent) {
       this.graph = graph;
@@ -291,7 +295,14 @@ public final class SessionGuard {
           throw cause;
         }
         roundTrip = isStatement() && ROUND_TRIPS.contains(method.getName());
-        return wrap(result);
+        Object wrapped = wrap(result);
+        if (sql != null && isView() && !method.getName().equals("nativeSQL")) {
+          Handler h = handlerOf(wrapped);
+          if (h != null) {
+            h.preparedSql = sql; // prepareStatement / prepareCall: suspect at every execution
+          }
+        }
+        return wrapped;
       } finally {
         graph.hooks.exit(start, roundTrip, failure);
       }
@@ -301,10 +312,15 @@ public final class SessionGuard {
       return Statement.class.isAssignableFrom(type);
     }
 
-    /** The SQL text a call prepares, executes or batches, or null. */
+    /**
+     * The SQL text a call prepares, executes or batches, or null. An execution of a prepared or
+     * callable statement runs the text it was prepared from, so that text is reported again: a
+     * statement prepared in one refresh and executed in a later one stays as suspect as its text.
+     */
     private String sqlOf(Method method, Object[] args) {
       if (args == null || args.length == 0 || !(args[0] instanceof String)) {
-        return null;
+        String prepared = preparedSql;
+        return prepared != null && isStatementSql(method.getName()) ? prepared : null;
       }
       String name = method.getName();
       if (isView() ? CONNECTION_SQL.contains(name) : isStatement() && isStatementSql(name)) {

@@ -1,4 +1,4 @@
-package dev.retsu.lock.internal;
+package dev.retsu.lock.internal.session;
 
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
@@ -36,7 +36,7 @@ import org.slf4j.LoggerFactory;
 public final class SessionTerminator {
 
   private static final Logger LOG = LoggerFactory.getLogger(SessionTerminator.class);
-  private static final Executor DIRECT = Runnable::run;
+  public static final Executor DIRECT = Runnable::run;
   private static final String[] EVICT_METHODS = {"evictConnection", "invalidateConnection"};
 
   /**

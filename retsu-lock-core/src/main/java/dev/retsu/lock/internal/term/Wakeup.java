@@ -1,5 +1,6 @@
-package dev.retsu.lock;
+package dev.retsu.lock.internal.term;
 
+import dev.retsu.lock.internal.TimeSource;
 import java.time.Duration;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
@@ -9,14 +10,20 @@ import java.util.function.BooleanSupplier;
  * A wait that {@code close()} cuts short: the loop's standby waits, and the leader's waits when it
  * cannot wait on its session's socket. Thread-safe.
  */
-final class Wakeup {
+public final class Wakeup {
 
   private final TimeSource time;
   private final BooleanSupplier stop;
   private final ReentrantLock lock = new ReentrantLock();
   private final Condition wake = lock.newCondition();
 
-  Wakeup(TimeSource time, BooleanSupplier stop) {
+  /**
+   * A wait that stops when {@code stop} holds.
+   *
+   * @param time the clock
+   * @param stop whether the owner stopped
+   */
+  public Wakeup(TimeSource time, BooleanSupplier stop) {
     this.time = time;
     this.stop = stop;
   }
@@ -27,7 +34,7 @@ final class Wakeup {
    *
    * @return false if the loop should stop
    */
-  boolean await(long nanos, BooleanSupplier done) {
+  public boolean await(long nanos, BooleanSupplier done) {
     try {
       lock.lockInterruptibly();
       try {
@@ -50,14 +57,15 @@ final class Wakeup {
    *
    * @return false if the loop should stop
    */
-  boolean pause(Duration d) {
+  public boolean pause(Duration d) {
     if (d.isZero()) {
       return !stop.getAsBoolean() && !Thread.currentThread().isInterrupted();
     }
     return await(d.toNanos(), () -> false);
   }
 
-  void wakeAll() {
+  /** Wakes every wait, so each reads its conditions again. */
+  public void wakeAll() {
     lock.lock();
     try {
       wake.signalAll();

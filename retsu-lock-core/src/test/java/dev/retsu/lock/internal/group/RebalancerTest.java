@@ -1,8 +1,10 @@
-package dev.retsu.lock;
+package dev.retsu.lock.internal.group;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.retsu.lock.FakeTime;
+import dev.retsu.lock.LeaderGroup;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;

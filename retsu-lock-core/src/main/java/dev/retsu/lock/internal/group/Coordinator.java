@@ -1,0 +1,284 @@
+package dev.retsu.lock.internal.group;
+
+import dev.retsu.lock.LockKey;
+import dev.retsu.lock.internal.TimeSource;
+import dev.retsu.lock.internal.term.TermState;
+import java.util.ArrayList;
+import java.util.BitSet;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.LockSupport;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A group member's rounds ({@code retsu-lock-group-<name>-coordinator}, daemon): every {@code
+ * membershipInterval} (jittered by 10 %) it reads the membership on the first session, yields the
+ * surplus over its fair share gracefully, and tries free keys up to its quota, spread over its
+ * sessions; the decisions are {@link Rebalancer}'s. After a server restart, a member whose
+ * membership session was opened again plans with no fewer members than it saw before for {@code
+ * heartbeatInterval + reconnectInterval + membershipInterval}, and rebalances as soon as all its
+ * sessions are open. Not thread-safe: one coordinator thread; {@link #nudge} from any.
+ */
+public final class Coordinator implements Runnable {
+
+  private static final Logger LOG = LoggerFactory.getLogger(Coordinator.class);
+
+  /** The least number of keys tried per round when this member is below its quota: 256. */
+  static final int MIN_TRIES_PER_ROUND = 256;
+
+  private static final long POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+
+  private final GroupCore core;
+  private final List<SessionSlot> slots;
+  private final Rebalancer rebalancer;
+  private final TimeSource time;
+  private final AtomicBoolean roundNow = new AtomicBoolean();
+  private volatile Thread thread;
+  private volatile int members;
+  private long lastSlot = -1;
+  private long rejoiningUntil;
+  private boolean rejoining;
+
+  /**
+   * The coordinator of a member.
+   *
+   * @param core the group's shared state
+   * @param slots the member's session slots, the membership one first
+   */
+  public Coordinator(GroupCore core, List<SessionSlot> slots) {
+    this.core = core;
+    this.slots = slots;
+    this.rebalancer = new Rebalancer(core.settings().keys().size());
+    this.time = core.settings().term().time();
+  }
+
+  /** Starts the coordinator's thread. */
+  public void start() {
+    Thread t = new Thread(this, "retsu-lock-group-" + core.settings().name() + "-coordinator");
+    t.setDaemon(true);
+    thread = t;
+    t.start();
+  }
+
+  /** Stops the thread. */
+  public void stop() {
+    Thread t = thread;
+    if (t != null) {
+      t.interrupt();
+    }
+  }
+
+  /** The members seen at the last membership read. */
+  public int members() {
+    return members;
+  }
+
+  /**
+   * A session was opened or ended: look again now, and rebalance at once when every session is open
+   * (after a server restart each member then takes its own share of the freed keys).
+   */
+  public void nudge() {
+    if (slots.stream().allMatch(s -> s.worker() != null)) {
+      roundNow.set(true);
+    }
+    Thread t = thread;
+    if (t != null) {
+      LockSupport.unpark(t);
+    }
+  }
+
+  @Override
+  public void run() {
+    long interval = core.settings().membershipInterval().toNanos();
+    while (!core.closing()) {
+      try {
+        round();
+      } catch (RuntimeException e) {
+        LOG.warn("{} Rebalancing failed; trying again next round", core.settings().context(), e);
+      }
+      long jitter = (long) (interval * 0.1 * (ThreadLocalRandom.current().nextDouble() * 2 - 1));
+      long until = time.nanoTime() + interval + jitter;
+      while (!core.closing() && time.nanoTime() - until < 0) {
+        time.park(Math.min(until - time.nanoTime(), POLL_NANOS));
+        if (Thread.interrupted() && core.closing()) {
+          return;
+        }
+        if (roundNow.getAndSet(false)) {
+          break;
+        }
+      }
+    }
+  }
+
+  /** One round: read the members, yield the surplus, try keys up to the quota. */
+  void round() {
+    SessionSlot first = slots.get(0);
+    long[] seen = await(first.members());
+    long mine = first.membershipSlot();
+    int rank = seen == null || mine < 0 ? -1 : rankOf(seen, mine);
+    if (rank < 0) {
+      return; // no membership view this round: keep what we hold
+    }
+    int planned = planned(seen.length, mine);
+    members = seen.length;
+    if (rebalancer.membership(planned, rank)) {
+      LOG.info(
+          "{} {} member(s){}; this one is rank {}, quota {} of {} keys",
+          core.settings().context(),
+          planned,
+          planned != seen.length ? " (" + seen.length + " back after a reconnect)" : "",
+          rank,
+          rebalancer.quota(),
+          core.settings().keys().size());
+    }
+    BitSet held = core.heldSet();
+    List<Integer> surplus = rebalancer.surplus(held);
+    if (!surplus.isEmpty()) {
+      yieldSurplus(surplus);
+      return;
+    }
+    takeUpToQuota(rebalancer.roundBudget(held.cardinality(), MIN_TRIES_PER_ROUND));
+  }
+
+  private static int rankOf(long[] seen, long mine) {
+    for (int i = 0; i < seen.length; i++) {
+      if (seen[i] == mine) {
+        return i;
+      }
+    }
+    return -1;
+  }
+
+  /** The members to plan with: no fewer than before while this member rejoins. */
+  private int planned(int seen, long mine) {
+    long at = time.nanoTime();
+    if (mine != lastSlot) {
+      if (lastSlot >= 0) {
+        // Our membership session was opened again: the others may still be reconnecting. Wait for
+        // them as long as they may take to notice the loss and reconnect, and one round more.
+        rejoining = true;
+        rejoiningUntil =
+            at
+                + core.settings().term().heartbeatInterval().toNanos()
+                + core.settings().reconnectInterval().toNanos()
+                + core.settings().membershipInterval().toNanos();
+      }
+      lastSlot = mine;
+    }
+    if (rejoining && at - rejoiningUntil >= 0) {
+      rejoining = false;
+    }
+    return rebalancer.plannedMembers(seen, rejoining);
+  }
+
+  private void yieldSurplus(List<Integer> surplus) {
+    Map<SessionSlot, List<LockKey>> bySlot = new LinkedHashMap<>();
+    for (int k : surplus) {
+      TermState t = core.owned().get(core.settings().keys().get(k));
+      SessionSlot s = t == null ? null : slotOf(t);
+      if (s != null) {
+        bySlot.computeIfAbsent(s, x -> new ArrayList<>()).add(t.term().key());
+      }
+    }
+    List<CompletableFuture<Integer>> done = new ArrayList<>();
+    bySlot.forEach((s, keys) -> done.add(s.release(keys)));
+    for (CompletableFuture<Integer> f : done) {
+      Integer n = await(f);
+      core.yielded(n == null ? 0 : n);
+    }
+    LOG.info(
+        "{} Yielded {} key(s) to rebalance ({} members)",
+        core.settings().context(),
+        surplus.size(),
+        members);
+  }
+
+  /** A sweep of the whole ring after a change, a few hundred keys at rest (see Rebalancer). */
+  private void takeUpToQuota(int budget) {
+    while (budget > 0 && !core.closing()) {
+      BitSet now = core.heldSet();
+      int missing = rebalancer.quota() - now.cardinality();
+      SessionSlot target = leastLoaded();
+      if (missing <= 0 || target == null) {
+        return;
+      }
+      Rebalancer.Chunk chunk =
+          rebalancer.nextChunk(now, Math.min(budget, core.settings().batchSize()));
+      if (chunk.isEmpty()) {
+        return;
+      }
+      List<LockKey> keys = new ArrayList<>(chunk.size());
+      for (int k : chunk.keys()) {
+        keys.add(core.settings().keys().get(k));
+      }
+      // Spread keys over the sessions: one statement gives the least loaded session at most its
+      // even share of the quota (more only while other sessions are down and it is over it).
+      int share = (rebalancer.quota() + slots.size() - 1) / slots.size();
+      int load = target.heldCount();
+      int limit = load < share ? Math.min(missing, share - load) : missing;
+      List<LockKey> granted = await(target.tryKeys(keys, limit));
+      if (granted == null) {
+        return;
+      }
+      Set<LockKey> got = new HashSet<>(granted);
+      List<Integer> positions = new ArrayList<>(granted.size());
+      for (int p = 0; p < keys.size(); p++) {
+        if (got.contains(keys.get(p))) {
+          positions.add(p);
+        }
+      }
+      int tried = Rebalancer.tried(chunk, positions, limit);
+      rebalancer.advance(chunk, tried);
+      budget -= tried;
+    }
+  }
+
+  private SessionSlot leastLoaded() {
+    SessionSlot best = null;
+    int load = Integer.MAX_VALUE;
+    for (SessionSlot s : slots) {
+      if (s.worker() != null && s.heldCount() < load) {
+        best = s;
+        load = s.heldCount();
+      }
+    }
+    return best;
+  }
+
+  private SessionSlot slotOf(TermState t) {
+    for (SessionSlot s : slots) {
+      if (s.worker() != null && s.worker().terms().get(t.term().key()) == t) {
+        return s;
+      }
+    }
+    return null;
+  }
+
+  /** Waits for a slot's answer, bounded; null on timeout or when closing. */
+  private <T> T await(CompletableFuture<T> f) {
+    long bound =
+        core.settings().term().roundTripTimeout().toMillis() * 2
+            + core.settings().term().closeTimeout().toMillis();
+    try {
+      return f.get(bound, TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      if (!core.closing()) {
+        Thread.currentThread().interrupt();
+      }
+      return null;
+    } catch (ExecutionException | TimeoutException e) {
+      LOG.debug("{} A session did not answer: {}", core.settings().context(), e.toString());
+      return null;
+    }
+  }
+}

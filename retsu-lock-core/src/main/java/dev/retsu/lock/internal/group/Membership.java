@@ -1,0 +1,113 @@
+package dev.retsu.lock.internal.group;
+
+import dev.retsu.lock.LockKey;
+import dev.retsu.lock.internal.session.Session;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.security.GeneralSecurityException;
+import java.security.MessageDigest;
+import java.security.SecureRandom;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+
+/**
+ * A group's membership, without a table: each member holds one advisory lock {@code (ns, slot)} in
+ * the group's namespace ({@code ns} the first 4 bytes of SHA-256("retsu-lock-group:" + name),
+ * big-endian) on its first session, one of {@value #SLOTS} slots. Reading the membership probes
+ * each slot in shared mode (a free slot is taken and given back at once, a held one refuses), so
+ * its cost does not grow with the number of locks on the server. Stateless, thread-safe.
+ */
+public final class Membership {
+
+  /** The most members of one group. */
+  public static final int SLOTS = 256;
+
+  private static final SecureRandom RANDOM = new SecureRandom();
+
+  private final int namespace;
+
+  /**
+   * The membership of one group.
+   *
+   * @param groupName the group's name
+   */
+  public Membership(String groupName) {
+    try {
+      byte[] d =
+          MessageDigest.getInstance("SHA-256")
+              .digest(("retsu-lock-group:" + groupName).getBytes(StandardCharsets.UTF_8));
+      this.namespace = ByteBuffer.wrap(d, 0, 4).getInt();
+    } catch (GeneralSecurityException e) {
+      throw new IllegalStateException("SHA-256 is missing from this JVM", e);
+    }
+  }
+
+  /** The key that stands for the group in messages: {@code (ns, 0)}. */
+  public LockKey groupKey() {
+    return LockKey.of(namespace, 0);
+  }
+
+  /**
+   * Takes the first free slot, scanning round the ring from a random start (so members joining at
+   * once rarely try the same slots), one exclusive try per slot until one succeeds.
+   *
+   * @param s the member's first session
+   * @return the slot taken, or -1 when every slot is held
+   * @throws SQLException when the statement failed
+   */
+  int take(Session s) throws SQLException {
+    return s.call(
+        c -> {
+          try (PreparedStatement ps =
+              c.prepareStatement(
+                  "SELECT s.slot FROM (SELECT ((?::int4 + g) % ?::int4)::int4 AS slot FROM"
+                      + " pg_catalog.generate_series(0, ?::int4 - 1) g) s WHERE"
+                      + " pg_catalog.pg_try_advisory_lock(?::int4, s.slot) LIMIT 1")) {
+            ps.setInt(1, RANDOM.nextInt(SLOTS));
+            ps.setInt(2, SLOTS);
+            ps.setInt(3, SLOTS);
+            ps.setInt(4, namespace);
+            try (ResultSet rs = ps.executeQuery()) {
+              return rs.next() ? rs.getInt(1) : -1;
+            }
+          }
+        });
+  }
+
+  /**
+   * The held slots, ascending: a shared-mode try on each slot; the caller's own slot is named,
+   * because a session's own lock never refuses it.
+   *
+   * @param s the member's first session
+   * @param own this member's slot, or -1
+   * @return the members' slots
+   * @throws SQLException when the statement failed
+   */
+  long[] read(Session s, int own) throws SQLException {
+    Long[] slots =
+        s.call(
+            c -> {
+              try (PreparedStatement ps =
+                  c.prepareStatement(
+                      "SELECT coalesce(pg_catalog.array_agg(s::int8 ORDER BY s), '{}') FROM"
+                          + " pg_catalog.generate_series(0, ?::int4 - 1) s WHERE s = ?::int4 OR"
+                          + " NOT (pg_catalog.pg_try_advisory_lock_shared(?::int4, s) AND"
+                          + " pg_catalog.pg_advisory_unlock_shared(?::int4, s))")) {
+                ps.setInt(1, SLOTS);
+                ps.setInt(2, own);
+                ps.setInt(3, namespace);
+                ps.setInt(4, namespace);
+                try (ResultSet rs = ps.executeQuery()) {
+                  rs.next();
+                  return (Long[]) rs.getArray(1).getArray();
+                }
+              }
+            });
+    long[] out = new long[slots.length];
+    for (int i = 0; i < slots.length; i++) {
+      out[i] = slots[i];
+    }
+    return out;
+  }
+}

@@ -1,0 +1,131 @@
+package dev.retsu.lock.internal.loop;
+
+import dev.retsu.lock.AdvisoryLockException;
+import dev.retsu.lock.AttemptResult;
+import dev.retsu.lock.FencingToken;
+import dev.retsu.lock.LeaderTask;
+import dev.retsu.lock.LossReason;
+import dev.retsu.lock.Term;
+import dev.retsu.lock.internal.session.Session;
+import dev.retsu.lock.internal.term.ReleasePolicy;
+import dev.retsu.lock.internal.term.SessionWatchdog;
+import dev.retsu.lock.internal.term.SessionWorker;
+import dev.retsu.lock.internal.term.TermListeners;
+import dev.retsu.lock.internal.term.TermState;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.function.BooleanSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One term of a loop on the session that won the key: the fencing token, the announcement, then the
+ * shared {@link SessionWorker} on the loop's thread until the term ends. The session is the term's
+ * alone ({@link ReleasePolicy#END_SESSION}). Not thread-safe except {@link #close()}.
+ */
+public final class LoopTerm {
+
+  private static final Logger LOG = LoggerFactory.getLogger(LoopTerm.class);
+
+  private final SessionWorker worker;
+  private final TermState state;
+  private final LoopSettings settings;
+
+  private LoopTerm(SessionWorker worker, TermState state, LoopSettings settings) {
+    this.worker = worker;
+    this.state = state;
+    this.settings = settings;
+  }
+
+  /**
+   * Takes the fencing token on the session that won the key: the term, not announced yet.
+   *
+   * @throws AdvisoryLockException if the token could not be taken; the session is ended then
+   */
+  public static LoopTerm begin(
+      Session session,
+      long number,
+      LoopSettings settings,
+      TermListeners listeners,
+      BooleanSupplier closing) {
+    FencingToken token;
+    try {
+      token = session.fencingToken();
+    } catch (SQLException e) {
+      session.end();
+      throw new AdvisoryLockException(
+          "Taking the fencing token failed (SQLState " + e.getSQLState() + "); lock released",
+          settings.key(),
+          settings.candidateId(),
+          e);
+    } catch (AdvisoryLockException e) {
+      session.end();
+      throw e;
+    }
+    SessionWorker worker =
+        new SessionWorker(
+            session,
+            settings.term(),
+            listeners,
+            ReleasePolicy.END_SESSION,
+            SessionWorker.Owner.NONE,
+            closing);
+    Term t =
+        new Term(
+            number,
+            settings.key(),
+            settings.candidateId(),
+            settings.term().time().now(),
+            token,
+            session.id().pid());
+    return new LoopTerm(worker, worker.begin(t), settings);
+  }
+
+  /** The term's state (the task's context). */
+  public TermState state() {
+    return state;
+  }
+
+  /**
+   * Announces the term, then leads on this thread until it ends; returns once its end is finished
+   * (listeners told, the session ended). A loop closed before the announcement releases the lock
+   * and tells nobody.
+   *
+   * @param attemptTook how long the attempt that won the lock took, for {@code onAttempt}
+   */
+  public LossReason lead(
+      LeaderTask task,
+      Duration attemptTook,
+      TermListeners listeners,
+      SessionWatchdog watchdog,
+      BooleanSupplier closing) {
+    if (closing.getAsBoolean()) {
+      worker.endNow(); // nobody heard of it: no listeners, just the lock
+      return LossReason.CLOSED;
+    }
+    Term t = state.term();
+    listeners.attempt(AttemptResult.ACQUIRED, attemptTook, null);
+    LOG.info(
+        "{} Leadership acquired: term {}, fencing token {}, backend pid {}, database {}",
+        settings.context(),
+        t.number(),
+        t.fencingToken(),
+        t.backendPid(),
+        worker.session().id().database());
+    worker.announce(state);
+    watchdog.watch(worker);
+    worker.run(task);
+    if (!worker.awaitDone(settings.term().closeTimeout())) {
+      LOG.warn(
+          "{} A listener has been in onLost for over {}",
+          settings.context(),
+          settings.term().closeTimeout());
+    }
+    return state.reason() != null ? state.reason() : LossReason.CLOSED;
+  }
+
+  /** Ends the term for the loop's close, from any thread (see {@link SessionWorker#close()}). */
+  public void close() {
+    worker.close();
+  }
+}

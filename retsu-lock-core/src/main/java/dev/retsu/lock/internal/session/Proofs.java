@@ -1,0 +1,126 @@
+package dev.retsu.lock.internal.session;
+
+import dev.retsu.lock.internal.TimeSource;
+import java.time.Duration;
+
+/**
+ * Invariant 5 on one session: liveness and ownership are proven apart. Liveness is the self-fencing
+ * deadline ({@link SelfFence}): any round trip on the session that succeeds, the library's or the
+ * task's, moves it. Ownership is what only the library's proof shows: that the session still holds
+ * its keys. A round trip of user code proves the session alive, never that user SQL did not release
+ * a key on it (a function whose body unlocks says nothing in its text), so:
+ *
+ * <ul>
+ *   <li>any call of user code on the session marks it touched: the next proof reads {@code
+ *       pg_locks} instead of the O(1) pid and marker check;
+ *   <li>text that may release or reset ({@link SuspectSql}) makes an ownership proof due at once;
+ *   <li>on a touched session an ownership proof is due {@code heartbeatInterval} after the start of
+ *       the last one, however busy the task keeps the session: the next check, the next statement
+ *       of the task, or the watchdog runs it, so no check passes and no statement of the task
+ *       succeeds more than {@code heartbeatInterval} after user SQL released a key.
+ * </ul>
+ *
+ * <p>Writes happen with the session's I/O lock held; reads from any thread. Thread-safe.
+ */
+public final class Proofs {
+
+  private final TimeSource time;
+  private final long heartbeatNanos;
+  private final SelfFence fence;
+  private volatile long lastOwnership;
+  private volatile boolean touched;
+  private volatile boolean suspect;
+  private volatile long fullProofs;
+
+  /**
+   * Bookkeeping of a session whose locking statement started at {@code startNanos}: that statement
+   * proved both.
+   *
+   * @param time the clock
+   * @param heartbeat the interval between proofs
+   * @param selfFenceAfter the liveness deadline
+   * @param startNanos when the locking statement started (monotonic)
+   * @param startWallMillis the same moment on the wall clock
+   */
+  public Proofs(
+      TimeSource time,
+      Duration heartbeat,
+      Duration selfFenceAfter,
+      long startNanos,
+      long startWallMillis) {
+    this.time = time;
+    this.heartbeatNanos = heartbeat.toNanos();
+    this.fence = new SelfFence(time, selfFenceAfter, startNanos, startWallMillis);
+    this.lastOwnership = startNanos;
+  }
+
+  /**
+   * The liveness deadline.
+   *
+   * @return the self-fencing deadline
+   */
+  public SelfFence fence() {
+    return fence;
+  }
+
+  /** User code used the session. */
+  public void touched() {
+    touched = true;
+  }
+
+  /** User code sent text that may release or reset. */
+  public void suspect() {
+    suspect = true;
+    touched = true;
+  }
+
+  /** Whether the next proof must read {@code pg_locks}. */
+  boolean needsFullProof() {
+    return touched || suspect;
+  }
+
+  /**
+   * Whether user SQL may have released a key since the last ownership proof: at once after
+   * suspicious text, one heartbeat after the last proof once the session was touched.
+   *
+   * @return true when no check may pass before an ownership proof
+   */
+  public boolean ownershipDue() {
+    return suspect || (touched && time.nanoTime() - lastOwnership - heartbeatNanos >= 0);
+  }
+
+  /**
+   * When the next heartbeat is due: one interval after the start of the last proof of either kind.
+   *
+   * @return a monotonic time
+   */
+  public long nextHeartbeat() {
+    long liveness = fence.lastProofStart() + heartbeatNanos;
+    return touched ? Math.min(liveness, lastOwnership + heartbeatNanos) : liveness;
+  }
+
+  /** A round trip that started at {@code startNanos} succeeded: the session was alive then. */
+  public void alive(long startNanos) {
+    fence.proved(startNanos);
+  }
+
+  /** An ownership proof that started at {@code startNanos} found every key it checked. */
+  public void owned(long startNanos, boolean full) {
+    fence.proved(startNanos);
+    lastOwnership = startNanos;
+    if (full) {
+      touched = false;
+      suspect = false;
+      fullProofs++;
+    }
+  }
+
+  /**
+   * How many proofs read {@code pg_locks} so far (tests read it).
+   *
+   * @return the count
+   */
+  public long fullProofs() {
+    return fullProofs;
+  }
+}

@@ -1,0 +1,37 @@
+package dev.retsu.lock.internal.session;
+
+import dev.retsu.lock.LockKey;
+import java.util.List;
+import javax.sql.DataSource;
+
+/**
+ * Who a session we own is: where it came from (so its end can evict it from the pool), its backend,
+ * and whose it is, for messages.
+ *
+ * @param dataSource where the session was borrowed
+ * @param pid the backend pid recorded at open
+ * @param database the database it is in (advisory locks are per database)
+ * @param key the lock's key, or the group's membership key, for messages
+ * @param candidateId the candidate
+ * @param context the prefix of every log line about the session
+ * @param applied the settings the server applied, without application_name and the marker
+ */
+public record SessionId(
+    DataSource dataSource,
+    int pid,
+    String database,
+    LockKey key,
+    String candidateId,
+    String context,
+    List<String> applied) {
+
+  /**
+   * The same session described for another key of it, in a group.
+   *
+   * @param context the new prefix
+   * @return the id with that prefix
+   */
+  public SessionId withContext(String context) {
+    return new SessionId(dataSource, pid, database, key, candidateId, context, applied);
+  }
+}

@@ -1,0 +1,293 @@
+package dev.retsu.lock.internal.session;
+
+import dev.retsu.lock.AdvisoryLockException;
+import dev.retsu.lock.LockKey;
+import dev.retsu.lock.internal.TimeSource;
+import java.security.SecureRandom;
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import javax.sql.DataSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Invariant 4, once: how every recipe gets a session of its own. It borrows a connection, bounds
+ * the library's round trips, ends any transaction the connection was lent in, and runs one
+ * statement that applies the session's settings and marker and refuses a hot standby and a backend
+ * another lease or group already marked (a backend shared through a transaction-mode pooler). A
+ * session that is refused or fails half way is ended, never handed back to its pool; a POLL attempt
+ * that did not get the lock hands its connection back holding nothing, as it found it. Stateless,
+ * thread-safe.
+ */
+public final class SessionOpener {
+
+  private static final Logger LOG = LoggerFactory.getLogger(SessionOpener.class);
+  private static final SecureRandom RANDOM = new SecureRandom();
+
+  /**
+   * What a session is opened with.
+   *
+   * @param dataSource where connections come from
+   * @param key the lock's key, or the group's membership key, for messages
+   * @param candidateId the candidate
+   * @param context the log prefix
+   * @param applicationName the session's {@code application_name}
+   * @param settings further settings (server-side bounds, the user's)
+   * @param roundTripTimeout the network timeout of the library's round trips
+   * @param heartbeat the interval between proofs
+   * @param selfFenceAfter the liveness deadline
+   * @param time the clock
+   */
+  public record Spec(
+      DataSource dataSource,
+      LockKey key,
+      String candidateId,
+      String context,
+      String applicationName,
+      Map<String, String> settings,
+      Duration roundTripTimeout,
+      Duration heartbeat,
+      Duration selfFenceAfter,
+      TimeSource time) {
+
+    public int roundTripMillis() {
+      return (int) roundTripTimeout.toMillis();
+    }
+  }
+
+  private SessionOpener() {}
+
+  /**
+   * One POLL attempt on one key: borrow, take the key without waiting, and keep the session only
+   * when it was granted.
+   *
+   * @param spec what to open
+   * @return the session holding the key, or empty when another session holds it
+   * @throws AdvisoryLockException when the database cannot be reached or the attempt failed (an
+   *     {@link dev.retsu.lock.UnsafeSessionException} on a hot standby or a shared backend)
+   */
+  public static Optional<LockSession> tryLock(Spec spec) {
+    Connection conn = borrow(spec);
+    boolean settled = false;
+    try {
+      int previousTimeout = conn.getNetworkTimeout();
+      boolean autoCommit = prepare(spec, conn);
+      SessionSettings settings = settings(spec);
+      long start = spec.time().nanoTime();
+      long wall = spec.time().wallMillis();
+      try (PreparedStatement ps = conn.prepareStatement(SessionSql.tryLock(spec.key()))) {
+        int next = settings.bind(conn, ps, 1);
+        next = KeySql.bindArguments(ps, next, spec.key());
+        next = KeySql.bindLocks(ps, next, spec.key());
+        next = KeySql.bindArguments(ps, next, spec.key());
+        KeySql.bindArguments(ps, next, spec.key());
+        try (ResultSet rs = ps.executeQuery()) {
+          rs.next();
+          int pid = rs.getInt(1);
+          refuseUnsafe(spec, pid, rs.getBoolean(2), rs.getBoolean(3));
+          if (!rs.getBoolean(4)) {
+            conn.setNetworkTimeout(SessionTerminator.DIRECT, previousTimeout);
+            if (!autoCommit) {
+              conn.setAutoCommit(false); // hand it back as we found it
+            }
+            settled = true;
+            conn.close();
+            return Optional.empty();
+          }
+          LockSession s =
+              session(spec, conn, settings, pid, rs.getArray(5), rs.getString(6), start, wall);
+          conn.setNetworkTimeout(SessionTerminator.DIRECT, previousTimeout);
+          s.held(List.of(spec.key()));
+          interruptedCheck(spec);
+          settled = true;
+          return Optional.of(s);
+        }
+      }
+    } catch (SQLException e) {
+      throw failed(spec, "Acquiring failed", e);
+    } finally {
+      if (!settled) {
+        // No statement on it: a refused session may be a backend shared with another client.
+        SessionTerminator.endSession(spec.dataSource(), conn, true, spec.context());
+      }
+    }
+  }
+
+  /**
+   * Opens a session of the recipe's own that holds nothing yet (a waiting standby's, a group's):
+   * settings and marker applied in one statement that refuses a hot standby and a marked backend.
+   *
+   * @param spec what to open
+   * @return the session, in autocommit, bounded by the round-trip timeout
+   * @throws AdvisoryLockException when it cannot be opened or is refused
+   */
+  public static LockSession open(Spec spec) {
+    Connection conn = borrow(spec);
+    boolean kept = false;
+    try {
+      prepare(spec, conn);
+      SessionSettings settings = settings(spec);
+      long start = spec.time().nanoTime();
+      long wall = spec.time().wallMillis();
+      try (PreparedStatement ps = conn.prepareStatement(SessionSql.open())) {
+        settings.bind(conn, ps, 1);
+        try (ResultSet rs = ps.executeQuery()) {
+          rs.next();
+          int pid = rs.getInt(1);
+          if (rs.getBoolean(2)) {
+            throw Refusals.hotStandby(spec.key(), spec.candidateId());
+          }
+          String marker = rs.getString(3);
+          if (marker != null && !marker.isEmpty()) {
+            throw Refusals.sharedBackend(
+                "Backend "
+                    + pid
+                    + " already carries another retsu-lock session's marker "
+                    + SessionSql.MARKER,
+                spec.key(),
+                spec.candidateId());
+          }
+          LockSession s =
+              session(spec, conn, settings, pid, rs.getArray(4), rs.getString(5), start, wall);
+          kept = true;
+          return s;
+        }
+      }
+    } catch (SQLException e) {
+      throw failed(spec, "Opening a session failed", e);
+    } finally {
+      if (!kept) {
+        SessionTerminator.endSession(spec.dataSource(), conn, true, spec.context());
+      }
+    }
+  }
+
+  /** The session whose opening statement started at {@code start}: it proved both from then. */
+  private static LockSession session(
+      Spec spec,
+      Connection conn,
+      SessionSettings settings,
+      int pid,
+      Array applied,
+      String database,
+      long start,
+      long wallStart)
+      throws SQLException {
+    List<String> names = settings.applied(applied);
+    List<String> unknown = settings.unknown(names);
+    if (!unknown.isEmpty()) {
+      LOG.debug(
+          "{} The server does not know the session settings {}; skipped", spec.context(), unknown);
+    }
+    SessionId id =
+        new SessionId(
+            spec.dataSource(),
+            pid,
+            database,
+            spec.key(),
+            spec.candidateId(),
+            spec.context(),
+            names);
+    Proofs proofs =
+        new Proofs(spec.time(), spec.heartbeat(), spec.selfFenceAfter(), start, wallStart);
+    return new LockSession(id, conn, settings, spec.time(), proofs, spec.roundTripMillis());
+  }
+
+  private static SessionSettings settings(Spec spec) {
+    byte[] b = new byte[16];
+    RANDOM.nextBytes(b);
+    return SessionSettings.of(spec.applicationName(), spec.settings(), HexFormat.of().formatHex(b));
+  }
+
+  private static void refuseUnsafe(Spec spec, int pid, boolean inRecovery, boolean alreadyHeld) {
+    if (inRecovery) {
+      throw Refusals.hotStandby(spec.key(), spec.candidateId());
+    }
+    if (alreadyHeld) {
+      throw Refusals.alreadyHeld(pid, spec.key(), spec.candidateId());
+    }
+  }
+
+  private static void interruptedCheck(Spec spec) {
+    if (Thread.currentThread().isInterrupted()) {
+      throw new AdvisoryLockException(
+          "Interrupted while acquiring; the session was ended",
+          spec.key(),
+          spec.candidateId(),
+          new InterruptedException());
+    }
+  }
+
+  /**
+   * Borrows a connection.
+   *
+   * @throws AdvisoryLockException when the database cannot be reached (the SQLException is the
+   *     cause)
+   */
+  static Connection borrow(Spec spec) {
+    try {
+      return spec.dataSource().getConnection();
+    } catch (SQLException e) {
+      throw new AdvisoryLockException(
+          "Cannot connect to the database (SQLState " + e.getSQLState() + ")",
+          spec.key(),
+          spec.candidateId(),
+          e);
+    }
+  }
+
+  /** Bounds our round trips and ends a lent transaction; returns autocommit as borrowed. */
+  private static boolean prepare(Spec spec, Connection conn) throws SQLException {
+    conn.setNetworkTimeout(SessionTerminator.DIRECT, spec.roundTripMillis());
+    boolean autoCommit = conn.getAutoCommit();
+    endTransaction(conn);
+    return autoCommit;
+  }
+
+  /**
+   * Puts a connection in autocommit with no transaction open: rolls back what is uncommitted (a
+   * session lock taken inside it would outlive it, and the session would idle in it).
+   *
+   * @return true if something had to be rolled back or autocommit turned back on
+   */
+  static boolean endTransaction(Connection conn) throws SQLException {
+    if (!conn.getAutoCommit()) {
+      conn.rollback();
+      conn.setAutoCommit(true);
+      return true;
+    }
+    PgSession.Transaction tx = PgSession.transaction(conn);
+    if (tx == PgSession.Transaction.OPEN || tx == PgSession.Transaction.FAILED) {
+      try (Statement s = conn.createStatement()) {
+        s.execute("ROLLBACK");
+      }
+      return true;
+    }
+    return false;
+  }
+
+  /**
+   * The failure of an attempt or an open, with its SQLState.
+   *
+   * @param spec whose
+   * @param what what failed
+   * @param e the SQLException
+   * @return the exception to throw
+   */
+  public static AdvisoryLockException failed(Spec spec, String what, SQLException e) {
+    return new AdvisoryLockException(
+        what + " (SQLState " + e.getSQLState() + "); the session was ended",
+        spec.key(),
+        spec.candidateId(),
+        e);
+  }
+}

@@ -1,0 +1,205 @@
+package dev.retsu.lock.internal.session;
+
+import dev.retsu.lock.LockKey;
+
+/**
+ * Every SQL text the library sends on a session, written once, for one key ({@code LeaderLoop},
+ * {@code AdvisoryLock}) and for key arrays ({@code LeaderGroup}). Each statement that takes a lock
+ * also checks, in the same statement and before locking, that the server is a primary and that the
+ * backend is the one we own (a backend shared between clients, as behind a transaction-mode pooler,
+ * would grant the key again). Every function is schema-qualified, so a user's search_path cannot
+ * shadow it; keys and values are always bound parameters. (The {@code unnest} in FROM is syntax,
+ * not a function, so it cannot be qualified.) Stateless, thread-safe.
+ *
+ * <p>The session marker {@value #MARKER} is a custom setting that only our own session sets, to a
+ * random value. It makes the O(1) ownership proof possible: a session advisory lock ends only with
+ * its session or by an unlock that same session runs, so the same live backend with its marker
+ * intact, untouched by user code since the last full proof, still holds every lock it held. {@code
+ * RESET ALL} and {@code DISCARD ALL} clear the marker; a backend that already carries one before we
+ * set ours belongs to another lease or group: a shared backend.
+ */
+public final class SessionSql {
+
+  /** The custom setting that marks a session as the library's own. */
+  public static final String MARKER = "retsu.lock_session";
+
+  private static final String THIS_DATABASE =
+      "(SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname ="
+          + " pg_catalog.current_database())";
+
+  private SessionSql() {}
+
+  /**
+   * Applies the session settings (names and values as two text arrays, see {@link SessionSettings})
+   * when {@code condition} holds; the marker is always set, other settings the server does not know
+   * are skipped. Returns the names applied.
+   */
+  private static String applySettingsWhen(String condition) {
+    return "CASE WHEN "
+        + condition
+        + " THEN (SELECT coalesce(pg_catalog.array_agg(v.name ORDER BY v.ord), '{}')"
+        + " FROM unnest(?::text[], ?::text[]) WITH ORDINALITY AS v(name, value, ord)"
+        + " WHERE "
+        + condition
+        + " AND CASE WHEN v.name = '"
+        + MARKER
+        + "' OR EXISTS (SELECT 1 FROM pg_catalog.pg_settings p WHERE p.name = v.name)"
+        + " THEN pg_catalog.set_config(v.name, v.value, false) IS NOT NULL ELSE false END) END";
+  }
+
+  /** Whether this backend already holds the key; binds {@link KeySql#bindLocks}. */
+  private static String heldByThisBackend(LockKey key) {
+    return "EXISTS (SELECT 1 FROM pg_catalog.pg_locks l WHERE l.locktype = 'advisory' AND"
+        + " l.granted AND l.pid = pg_catalog.pg_backend_pid() AND l.database = "
+        + THIS_DATABASE
+        + " AND "
+        + KeySql.pgLocksPredicate(key, "l")
+        + ")";
+  }
+
+  /**
+   * One attempt on one key, on a borrowed session: pid, in_recovery, already_held, locked, settings
+   * applied (null unless locked), database. A shared-mode try comes first: when another session
+   * holds the key (the common answer of a standby) the attempt costs O(1) and never reads {@code
+   * pg_locks}; only when the key looks free does it check that this backend does not already hold
+   * it. The settings (and the marker) are applied in the same statement, only when the lock was
+   * granted. Binds: settings names, values; key arguments; key locks; key arguments twice.
+   */
+  public static String tryLock(LockKey key) {
+    String args = KeySql.arguments(key);
+    return "SELECT s.pid, s.in_recovery, s.already, s.locked, "
+        + applySettingsWhen("s.locked")
+        + ", pg_catalog.current_database() FROM (SELECT t.pid, t.in_recovery, t.already, CASE WHEN"
+        + " t.in_recovery OR t.already OR NOT t.free THEN false ELSE"
+        + " pg_catalog.pg_try_advisory_lock("
+        + args
+        + ") END AS locked FROM (SELECT f.pid, f.in_recovery, f.free, CASE WHEN f.free THEN "
+        + heldByThisBackend(key)
+        + " ELSE false END AS already FROM (SELECT pg_catalog.pg_backend_pid() AS pid,"
+        + " pg_catalog.pg_is_in_recovery() AS in_recovery, CASE WHEN"
+        + " pg_catalog.pg_is_in_recovery() THEN false ELSE"
+        + " pg_catalog.pg_try_advisory_lock_shared("
+        + args
+        + ") AND pg_catalog.pg_advisory_unlock_shared("
+        + args
+        + ") END AS free OFFSET 0) f OFFSET 0) t OFFSET 0) s";
+  }
+
+  /**
+   * Opens a session of our own (a waiting standby's, a group's): pid, in_recovery, the marker found
+   * (null or empty when none), settings applied (null when refused: a hot standby, or a marker
+   * already there), database. Binds: settings names, values.
+   */
+  public static String open() {
+    return "SELECT f.pid, f.in_recovery, f.marker, "
+        + applySettingsWhen("NOT f.in_recovery AND coalesce(f.marker, '') = ''")
+        + ", pg_catalog.current_database() FROM (SELECT pg_catalog.pg_backend_pid() AS pid,"
+        + " pg_catalog.pg_is_in_recovery() AS in_recovery, pg_catalog.current_setting('"
+        + MARKER
+        + "', true) AS marker OFFSET 0) f";
+  }
+
+  /**
+   * One blocking wait under {@code lock_timeout}: pid, in_recovery, already_held, granted, and
+   * (only once granted) the two restored settings. The already-held check runs in the same
+   * statement, before every wait. Once the lock is granted, the same statement puts {@code
+   * lock_timeout} and {@code statement_timeout} back to the session's own values, so a takeover
+   * needs no round trip of its own for that. Binds: lock_timeout, statement_timeout to restore; key
+   * arguments; key locks.
+   */
+  public static String waitLock(LockKey key) {
+    return "SELECT w.pid, w.in_recovery, w.already, w.locked, CASE WHEN w.locked THEN"
+        + " pg_catalog.set_config('lock_timeout', ?::text, false) END, CASE WHEN w.locked THEN"
+        + " pg_catalog.set_config('statement_timeout', ?::text, false) END FROM (SELECT t.pid,"
+        + " t.in_recovery, t.already, CASE WHEN t.in_recovery OR t.already THEN false ELSE"
+        + " pg_catalog.pg_advisory_lock("
+        + KeySql.arguments(key)
+        + ")::text = '' END AS locked FROM (SELECT pg_catalog.pg_backend_pid() AS pid,"
+        + " pg_catalog.pg_is_in_recovery() AS in_recovery, "
+        + heldByThisBackend(key)
+        + " AS already OFFSET 0) t OFFSET 0) w";
+  }
+
+  /**
+   * Tries many keys on our own session: pid, in_recovery, marker, the ordinals (1-based) of the
+   * keys granted. Nothing is locked unless the backend is the one recorded at open, is a primary
+   * and carries our marker, all checked in the same statement before any lock. Binds: the four key
+   * arrays, expected pid, our marker, the most keys to take.
+   */
+  public static String tryLockBatch() {
+    return "SELECT f.pid, f.in_recovery, f.marker, (SELECT coalesce(pg_catalog.array_agg(g.ord ORDER"
+        + " BY g.ord), '{}') FROM (SELECT k.ord::int4 AS ord FROM "
+        + KeySql.KEYS
+        + " WHERE CASE WHEN f.pid = ? AND NOT f.in_recovery AND f.marker = ? THEN CASE WHEN"
+        + " k.pair THEN pg_catalog.pg_try_advisory_lock(k.a, k.b) ELSE"
+        + " pg_catalog.pg_try_advisory_lock(k.v) END ELSE false END LIMIT ?) g) FROM (SELECT"
+        + " pg_catalog.pg_backend_pid() AS pid, pg_catalog.pg_is_in_recovery() AS in_recovery,"
+        + " coalesce(pg_catalog.current_setting('"
+        + MARKER
+        + "', true), '') AS marker OFFSET 0) f";
+  }
+
+  /**
+   * Unlocks keys this session holds: pid, the ordinals of keys that were not held. Binds: the four
+   * key arrays.
+   */
+  public static String unlockBatch() {
+    return "SELECT pg_catalog.pg_backend_pid(), (SELECT coalesce(pg_catalog.array_agg(u.ord::int4"
+        + " ORDER BY u.ord) FILTER (WHERE NOT u.ok), '{}') FROM (SELECT k.ord, CASE WHEN k.pair"
+        + " THEN pg_catalog.pg_advisory_unlock(k.a, k.b) ELSE pg_catalog.pg_advisory_unlock(k.v)"
+        + " END AS ok FROM "
+        + KeySql.KEYS
+        + " OFFSET 0) u)";
+  }
+
+  /** The O(1) proof: pid, marker. No binds. */
+  public static String quickProof() {
+    return "SELECT pg_catalog.pg_backend_pid(), pg_catalog.current_setting('" + MARKER + "', true)";
+  }
+
+  /**
+   * The full proof, one {@code pg_locks} read for the whole session: pid, the marker as found, the
+   * advisory locks this backend holds in this database as three arrays (classid, objid, objsubid),
+   * and, only when the marker is not ours ({@code RESET ALL} or {@code DISCARD} ran), the settings
+   * applied again. Binds: settings names, values; our marker.
+   */
+  public static String fullProof() {
+    return "SELECT f.pid, f.marker, o.classids, o.objids, o.objsubids, "
+        + applySettingsWhen("f.marker IS DISTINCT FROM f.expected")
+        + " FROM (SELECT pg_catalog.pg_backend_pid() AS pid, pg_catalog.current_setting('"
+        + MARKER
+        + "', true) AS marker, ?::text AS expected OFFSET 0) f, LATERAL (SELECT"
+        + " pg_catalog.array_agg(l.classid::int8) AS classids, pg_catalog.array_agg(l.objid::int8)"
+        + " AS objids, pg_catalog.array_agg(l.objsubid::int4) AS objsubids FROM pg_catalog.pg_locks"
+        + " l WHERE l.pid = f.pid AND l.locktype = 'advisory' AND l.granted AND l.database = "
+        + THIS_DATABASE
+        + ") o";
+  }
+
+  /**
+   * The fencing token: xid8, timeline, (setting), pid. The transactional WAL message makes the
+   * commit flush synchronously (with synchronous_commit forced on for it), so a crash cannot hand
+   * this xid out again. Binds the message text.
+   */
+  public static String fencingToken() {
+    return "SELECT pg_catalog.pg_current_xact_id()::text::bigint,"
+        + " ('x' || pg_catalog.substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1,"
+        + " 8))::bit(32)::int, pg_catalog.set_config('synchronous_commit', 'on', true),"
+        + " pg_catalog.pg_backend_pid()"
+        + " FROM pg_catalog.pg_logical_emit_message(true, 'retsu-lock-fence', ?)";
+  }
+
+  /**
+   * Who holds a key: pid, application_name, usename, client address, backend start, database.
+   * Binds: key locks.
+   */
+  public static String currentHolder(LockKey key) {
+    return "SELECT l.pid, a.application_name, a.usename, pg_catalog.host(a.client_addr),"
+        + " a.backend_start, pg_catalog.current_database() FROM pg_catalog.pg_locks l LEFT JOIN"
+        + " pg_catalog.pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND"
+        + " l.granted AND l.mode = 'ExclusiveLock' AND l.database = "
+        + THIS_DATABASE
+        + " AND "
+        + KeySql.pgLocksPredicate(key, "l");
+  }
+}

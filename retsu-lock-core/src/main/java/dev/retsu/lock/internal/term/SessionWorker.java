@@ -1,0 +1,338 @@
+package dev.retsu.lock.internal.term;
+
+import dev.retsu.lock.LeaderTask;
+import dev.retsu.lock.LockKey;
+import dev.retsu.lock.LossReason;
+import dev.retsu.lock.Term;
+import dev.retsu.lock.internal.Diagnostics;
+import dev.retsu.lock.internal.TimeSource;
+import dev.retsu.lock.internal.session.ProofException;
+import dev.retsu.lock.internal.session.Session;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.function.BooleanSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The schedule on one session, for every recipe: its terms' refreshes (the task runs on the
+ * worker's thread, one at a time), heartbeats and ownership proofs, the recipe's jobs, and the idle
+ * wait on the session's socket, in slices that yield the session at once to a thread queued for it.
+ * Between refreshes a terminated session or a stopped server ends its terms within milliseconds,
+ * because the wait is a read on the session's own socket.
+ *
+ * <p>How terms end is {@link TermEnd}'s; the watchdog's duties are {@link SessionWatchdog}'s. The
+ * only difference between the recipes is the {@link ReleasePolicy}. Thread-safe: {@link #run} on
+ * one thread; everything else from any.
+ */
+public final class SessionWorker extends TermEnd {
+
+  private static final Logger LOG = LoggerFactory.getLogger(SessionWorker.class);
+
+  /** The longest one wait on the socket holds the session: a queued thread waits at most this. */
+  public static final int IDLE_SLICE_MILLIS = 10;
+
+  /**
+   * A constant, linked at class initialisation (the warm-up), not at a takeover's first refresh.
+   */
+  private static final Comparator<TermState> BY_NEXT_REFRESH =
+      Comparator.comparingLong(t -> t.nextRefresh);
+
+  private final ConcurrentLinkedQueue<Runnable> jobs = new ConcurrentLinkedQueue<>();
+  private final Wakeup wakeup;
+
+  /**
+   * A worker for one session.
+   *
+   * @param session the session, holding nothing or its first keys
+   * @param options the terms' options
+   * @param listeners who hears the terms
+   * @param policy how a term's key is released
+   * @param owner what the recipe hears
+   * @param closing whether the recipe is closing
+   */
+  public SessionWorker(
+      Session session,
+      TermOptions options,
+      TermListeners listeners,
+      ReleasePolicy policy,
+      Owner owner,
+      BooleanSupplier closing) {
+    super(session, options, listeners, policy, owner, closing);
+    this.wakeup = new Wakeup(options.time(), closing);
+    session.listen(this);
+  }
+
+  /**
+   * Starts a term of a key this session holds; it is announced with {@link #announce}.
+   *
+   * @param term the term, its token taken on this session
+   * @return its state
+   */
+  public TermState begin(Term term) {
+    TermState t = new TermState(term, session, this);
+    t.nextRefresh = options.time().nanoTime();
+    terms.put(term.key(), t);
+    return t;
+  }
+
+  /** Delivers {@code onAcquired}, unless the term ended meanwhile. */
+  public void announce(TermState t) {
+    listeners.acquired(t);
+  }
+
+  /** The live terms of this session. */
+  public Map<LockKey, TermState> terms() {
+    return terms;
+  }
+
+  /** Finishes the terms that ended, now; on the worker's thread only (from a job). */
+  public void finishNow() {
+    finishEnded();
+  }
+
+  /** Runs {@code job} on the worker's thread, between refreshes. */
+  public void post(Runnable job) {
+    jobs.add(job);
+    wake();
+  }
+
+  @Override
+  void wake() {
+    wakeup.wakeAll();
+  }
+
+  /**
+   * Runs the session's schedule on the calling thread until the session ended and its terms are
+   * finished (listeners told, keys released).
+   *
+   * @param task the work of one key's refresh
+   */
+  public void run(LeaderTask task) {
+    thread = Thread.currentThread();
+    try {
+      while (true) {
+        if (closing.getAsBoolean() || interruptedByCaller()) {
+          endSession(LossReason.CLOSED, null, false); // an interrupt from the caller: a stop
+        }
+        if (endReason() != null) {
+          finishSession(false);
+          return;
+        }
+        if (!session.isOpen() || (policy == ReleasePolicy.END_SESSION && terms.isEmpty())) {
+          return; // its one term is finished or being finished: awaitDone() waits for that
+        }
+        runJobs();
+        refreshDue(task);
+        finishEnded();
+        if (endReason() == null && session.isOpen()) {
+          maintain();
+          idle();
+        }
+      }
+    } catch (RuntimeException | Error e) {
+      // A bug of ours: end the session (its terms end, its keys are released) rather than leave
+      // keys held by a session nobody serves.
+      LOG.error("{} Session worker failed; ending its session", session.id().context(), e);
+      endSession(LossReason.SESSION_LOST, e, false);
+      finishSession(false);
+      throw e;
+    } finally {
+      Runnable j;
+      while ((j = jobs.poll()) != null) {
+        if (j instanceof Job job) {
+          job.skip();
+        }
+      }
+    }
+  }
+
+  /** A job with an answer: skipped (answered empty) when the session is gone. */
+  public abstract static class Job implements Runnable {
+    /** Answers the job without running it. */
+    public abstract void skip();
+  }
+
+  private void runJobs() {
+    Runnable j;
+    while (endReason() == null && (j = jobs.poll()) != null) {
+      j.run();
+    }
+  }
+
+  private void refreshDue(LeaderTask task) {
+    long now = options.time().nanoTime();
+    List<TermState> due = new ArrayList<>();
+    for (TermState t : terms.values()) {
+      if (!t.ended() && now - t.nextRefresh >= 0) {
+        due.add(t);
+      }
+    }
+    due.sort(BY_NEXT_REFRESH);
+    for (TermState t : due) {
+      if (endReason() != null || closing.getAsBoolean()) {
+        return;
+      }
+      if (!t.ended()) {
+        refresh(t, task);
+      }
+    }
+  }
+
+  private void refresh(TermState t, LeaderTask task) {
+    TimeSource time = options.time();
+    if (session.proofs().fence().expired()) {
+      selfFence(); // e.g. resumed after a pause longer than the deadline: before any leader work
+      return;
+    }
+    long start = time.nanoTime();
+    Throwable failure = null;
+    taskDeadline = start + options.refreshTimeout().toNanos();
+    running = t;
+    watchdogWake();
+    try {
+      task.refresh(t);
+    } catch (Throwable e) {
+      failure = e;
+    } finally {
+      running = null;
+      taskDeadline = Long.MAX_VALUE;
+      clearOwnInterrupt();
+    }
+    Duration took = Duration.ofNanos(time.nanoTime() - start);
+    afterTask();
+    if (t.ended() || endReason() != null) {
+      return; // timed out, found unlocked, lost or closed while it ran: finished below
+    }
+    if (failure != null) {
+      if (closing.getAsBoolean() || Thread.currentThread().isInterrupted()) {
+        endTerm(t, LossReason.CLOSED, null); // a stop request from the caller
+        return;
+      }
+      LOG.warn("{} Refresh of term {} failed", context(t), t.term().number(), failure);
+      listeners.refreshed(t, took, failure);
+      if (Diagnostics.isSessionLost(Diagnostics.sqlState(failure))) {
+        endSession(LossReason.SESSION_LOST, failure, false);
+      } else {
+        endTerm(t, LossReason.REFRESH_FAILED, failure);
+      }
+      return;
+    }
+    t.refreshes++;
+    LOG.debug("{} Refresh of term {} took {}", context(t), t.term().number(), took);
+    listeners.refreshed(t, took, null);
+    t.nextRefresh = time.nanoTime() + options.refreshInterval().toNanos();
+  }
+
+  /** After a refresh: autocommit back on, nothing left open; an ownership proof if one is due. */
+  private void afterTask() {
+    if (endReason() != null || !session.isOpen()) {
+      return;
+    }
+    try {
+      if (session.repairAutocommit()) {
+        LOG.warn(
+            "{} A refresh left autocommit off or a transaction open; rolled back what was not"
+                + " committed and turned autocommit back on, so the session stays observable"
+                + " between refreshes",
+            session.id().context());
+      }
+    } catch (SQLException e) {
+      endSession(LossReason.SESSION_LOST, e, false);
+      return;
+    }
+    if (session.proofs().ownershipDue()) {
+      prove();
+    }
+  }
+
+  /** The heartbeat: a proof when one is due, after the deadline check. */
+  private void maintain() {
+    if (session.proofs().fence().expired()) {
+      selfFence();
+      return;
+    }
+    long now = options.time().nanoTime();
+    if (now - session.proofs().nextHeartbeat() >= 0 || session.proofs().ownershipDue()) {
+      prove();
+    }
+  }
+
+  /** Proves the session; what it finds ends terms through this worker (the listener). */
+  void prove() {
+    try {
+      session.prove();
+    } catch (ProofException e) {
+      // reported to this worker by the session
+    }
+  }
+
+  /**
+   * Waits until the next refresh or heartbeat, a job, or one slice, whichever comes first: on the
+   * session's socket when it can (what the server sends ends the terms at once), else on the
+   * wakeup.
+   */
+  private void idle() {
+    TimeSource time = options.time();
+    long now = time.nanoTime();
+    long next = session.proofs().nextHeartbeat();
+    for (TermState t : terms.values()) {
+      next = Math.min(next, t.nextRefresh);
+    }
+    long wait = next - now;
+    if (wait <= 0 || !jobs.isEmpty()) {
+      return;
+    }
+    if (time.simulated()) {
+      wakeup.await(wait, () -> !jobs.isEmpty() || endReason() != null); // no socket to yield
+      clearOwnInterrupt();
+      return;
+    }
+    long slice = Math.min(wait, IDLE_SLICE_MILLIS * 1_000_000L);
+    {
+      try {
+        int millis = (int) Math.max(1, TimeSource.millis(slice + 999_999L));
+        if (session.awaitEvent(millis)) {
+          return;
+        }
+      } catch (SQLException e) {
+        if (endReason() == null) {
+          LOG.debug("{} Session ended while waiting: {}", session.id().context(), e.toString());
+          endSession(
+              closing.getAsBoolean() ? LossReason.CLOSED : LossReason.SESSION_LOST, e, false);
+        }
+        return;
+      }
+    }
+    wakeup.await(slice, () -> !jobs.isEmpty() || endReason() != null);
+    clearOwnInterrupt();
+  }
+
+  // ---- what the session reports (on the thread that saw it, its I/O lock held) ----
+
+  @Override
+  public void sessionEnded(LossReason reason, Throwable cause) {
+    endSession(reason, cause, false);
+  }
+
+  @Override
+  public void keysLost(Set<LockKey> keys) {
+    for (LockKey k : keys) {
+      TermState t = terms.get(k);
+      if (t != null) {
+        LOG.warn("{} {} is no longer held by its session (unlocked by user SQL?)", context(t), k);
+        endTerm(
+            t,
+            LossReason.LOCK_NOT_HELD,
+            new IllegalStateException(
+                "Backend " + session.id().pid() + " is alive but no longer holds " + k));
+      }
+    }
+  }
+}

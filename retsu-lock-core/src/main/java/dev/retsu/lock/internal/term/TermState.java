@@ -1,0 +1,221 @@
+package dev.retsu.lock.internal.term;
+
+import dev.retsu.lock.LeaderContext;
+import dev.retsu.lock.LeadershipLostException;
+import dev.retsu.lock.LossReason;
+import dev.retsu.lock.SqlFunction;
+import dev.retsu.lock.Term;
+import dev.retsu.lock.internal.session.PgSession;
+import dev.retsu.lock.internal.session.ProofException;
+import dev.retsu.lock.internal.session.SelfFence;
+import dev.retsu.lock.internal.session.Session;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.Objects;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * One key's term, for every recipe (invariant 5, acting side): the checks a leader runs before an
+ * effect, and the claim that ends the term once. The term turns invalid the moment it is claimed
+ * (its own end, or its session's), and from then on {@link #ensureLeader()} fails and every call
+ * through {@link #connection()} fails with SQLState 08003. What follows a claim (the task
+ * interrupted and awaited, {@code onLost}, the release) is its {@link SessionWorker}'s.
+ * Thread-safe.
+ */
+public final class TermState implements LeaderContext {
+
+  private final Term term;
+  private final Session session;
+  private final SessionWorker worker;
+  private final AtomicBoolean ended = new AtomicBoolean();
+  private final AtomicBoolean finishing = new AtomicBoolean();
+  private volatile LossReason reason;
+  private volatile Throwable cause;
+  private volatile Connection view;
+  volatile boolean announced;
+  volatile boolean lostDelivered;
+
+  /** When the next refresh is due; the worker's alone. */
+  long nextRefresh;
+
+  /** Refreshes that succeeded; the worker's alone. */
+  int refreshes;
+
+  TermState(Term term, Session session, SessionWorker worker) {
+    this.term = term;
+    this.session = session;
+    this.worker = worker;
+  }
+
+  @Override
+  public Term term() {
+    return term;
+  }
+
+  @Override
+  public Connection connection() {
+    Connection v = view;
+    if (v == null) {
+      v = session.view(this::over);
+      view = v;
+    }
+    return v;
+  }
+
+  @Override
+  public <T> T withConnection(SqlFunction<T> work) throws SQLException {
+    Objects.requireNonNull(work, "work");
+    Connection v = connection();
+    return session.call(c -> work.apply(v));
+  }
+
+  @Override
+  public boolean isLeader() {
+    return !over() && !fence().expired();
+  }
+
+  @Override
+  public void ensureLeader() {
+    checkLocally();
+    if (session.proofs().ownershipDue() || !PgSession.canProbe()) {
+      proveLeader();
+      return;
+    }
+    // A call in progress on the session (a heartbeat, or a statement on another thread) may be
+    // reading a FATAL right now: wait for it, but never past the deadline.
+    PgSession.Evidence evidence = session.probe(fence().nanosLeft());
+    if (evidence == null) {
+      worker.selfFence(); // the session stayed busy until the deadline: no evidence in time
+    } else if (evidence == PgSession.Evidence.ENDED) {
+      worker.sessionEnded(
+          LossReason.SESSION_LOST,
+          new SQLException("The server ended the session (seen on its socket)", "08006"));
+    } else if (evidence != PgSession.Evidence.QUIET) {
+      proveLeader(); // something is pending that only a round trip can read
+      return;
+    }
+    checkLocally();
+  }
+
+  @Override
+  public void proveLeader() {
+    checkLocally();
+    try {
+      session.prove();
+    } catch (ProofException e) {
+      // reported to the worker, which ended the session's terms
+    }
+    checkLocally();
+  }
+
+  /** Fails unless the term is live and its session inside its deadline; no I/O. */
+  private void checkLocally() {
+    if (!ended.get() && fence().expired()) {
+      worker.selfFence();
+    }
+    if (over()) {
+      throw lost();
+    }
+  }
+
+  private SelfFence fence() {
+    return session.proofs().fence();
+  }
+
+  /** The one "term N is over" failure. */
+  LeadershipLostException lost() {
+    LossReason why = reason;
+    return new LeadershipLostException(
+        why != null ? why : LossReason.CLOSED,
+        "Term " + term.number() + " is over",
+        term.key(),
+        term.candidateId(),
+        cause);
+  }
+
+  /** Whether the holder may no longer act or use the session. */
+  boolean over() {
+    return ended.get() || !session.isOpen();
+  }
+
+  /**
+   * Marks the term over (invalid at once); true for the one caller that wins.
+   *
+   * @param why the reason
+   * @param error the cause, may be null
+   * @return true if this call ended it
+   */
+  boolean claim(LossReason why, Throwable error) {
+    if (!ended.compareAndSet(false, true)) {
+      return false;
+    }
+    reason = why;
+    cause = error;
+    return true;
+  }
+
+  /** True for the one caller that may tell listeners and release; once per term. */
+  boolean startFinishing() {
+    return finishing.compareAndSet(false, true);
+  }
+
+  /**
+   * Whether the term has ended.
+   *
+   * @return true once claimed
+   */
+  public boolean ended() {
+    return ended.get();
+  }
+
+  /**
+   * Announced ({@code onAcquired} delivered) and not ended: what a recipe reports as held.
+   *
+   * @return true while held
+   */
+  public boolean isHeld() {
+    return announced && !over();
+  }
+
+  /**
+   * Why the term ended, once it has.
+   *
+   * @return the reason, or null
+   */
+  public LossReason reason() {
+    return reason;
+  }
+
+  /**
+   * What ended it, once it has.
+   *
+   * @return the cause, or null
+   */
+  public Throwable cause() {
+    return cause;
+  }
+
+  /**
+   * How many refreshes succeeded.
+   *
+   * @return the count
+   */
+  public int refreshes() {
+    return refreshes;
+  }
+
+  /** The session the term's key is held on. */
+  Session session() {
+    return session;
+  }
+
+  @Override
+  public String toString() {
+    return "Term"
+        + session.id().context()
+        + "{"
+        + term.number()
+        + (ended.get() ? ", ended" : "")
+        + "}";
+  }
+}
