@@ -4,28 +4,19 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.retsu.lock.testing.PostgresExtension;
-import dev.retsu.lock.testing.ReadmeSnippets;
 import dev.retsu.lock.testing.TestDatabase;
-import java.nio.file.Path;
 import java.sql.PreparedStatement;
 import java.time.Duration;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
-/** The README's LeaderGroup snippet, compiled and run here; the first test keeps them identical. */
+/**
+ * The LeaderGroup snippet of docs/, compiled and run here; {@link DocsSnippetsTest} keeps it
+ * identical.
+ */
 @ExtendWith(PostgresExtension.class)
 class GroupReadmeSnippetIntegrationTest {
-
-  @Test
-  void readmeShowsExactlyTheCodeTestedHere() {
-    assertThat(
-            ReadmeSnippets.verify(
-                Path.of("../README.md"),
-                "group",
-                Path.of("src/test/java/dev/retsu/lock/GroupReadmeSnippetIntegrationTest.java")))
-        .containsExactly("group/leader-group");
-  }
 
   @Test
   void leaderGroup(TestDatabase db) throws Exception {
