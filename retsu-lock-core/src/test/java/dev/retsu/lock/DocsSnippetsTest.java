@@ -26,7 +26,6 @@ class DocsSnippetsTest {
   private static final Map<String, String> VERIFIED_BY =
       Map.of(
           "core", "core DocsSnippetsTest",
-          "group", "core DocsSnippetsTest",
           "micrometer", "micrometer DocsSnippetsTest",
           "examples", "examples DocsSnippetsTest",
           "boot", "examples BootReadmeSnippetsTest");
@@ -45,12 +44,6 @@ class DocsSnippetsTest {
             "core/leader-loop",
             "core/leader-loop-close",
             "core/wait-mode");
-    assertThat(
-            ReadmeSnippets.verifyPages(
-                ROOT,
-                "group",
-                Path.of("src/test/java/dev/retsu/lock/GroupReadmeSnippetIntegrationTest.java")))
-        .containsExactly("group/leader-group");
   }
 
   @Test

@@ -8,8 +8,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The examples' snippets on every page are regions of the programs that run (the quickstart, the
- * collector), with the imports they need shown. No database: javac attributes the sources, and the
- * integration tests run the programs.
+ * collector, the group example), with the imports they need shown. No database: javac attributes
+ * the sources, and the integration tests run the programs.
  */
 class DocsSnippetsTest {
 
@@ -20,9 +20,12 @@ class DocsSnippetsTest {
                 Path.of(".."),
                 "examples",
                 Path.of("src/main/java/dev/retsu/lock/examples/quickstart/Quickstart.java"),
-                Path.of(
-                    "src/main/java/dev/retsu/lock/examples/collector/QueueStateCollector.java")))
-        .containsExactly(
-            "examples/quickstart", "examples/collector-wiring", "examples/collector-refresh");
+                Path.of("src/main/java/dev/retsu/lock/examples/collector/QueueStateCollector.java"),
+                Path.of("src/main/java/dev/retsu/lock/examples/group/PartitionedWorkers.java")))
+        .containsExactlyInAnyOrder(
+            "examples/group",
+            "examples/quickstart",
+            "examples/collector-wiring",
+            "examples/collector-refresh");
   }
 }
