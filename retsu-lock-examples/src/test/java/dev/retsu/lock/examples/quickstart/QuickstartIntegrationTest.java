@@ -29,7 +29,7 @@ class QuickstartIntegrationTest {
 
   private static final Duration STARTUP = Duration.ofSeconds(90);
 
-  /** Retry interval 5 s (±10%), plus time for a JVM that is busy exiting. */
+  /** Retry interval 5 s (jitter only shortens a wait), plus time for a JVM that is busy exiting. */
   private static final Duration TAKEOVER = Duration.ofSeconds(30);
 
   /** What a JVM ended by SIGTERM exits with once its shutdown hooks are done: 128 + 15. */
