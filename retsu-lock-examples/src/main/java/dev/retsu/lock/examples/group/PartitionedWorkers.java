@@ -43,9 +43,12 @@ public final class PartitionedWorkers {
     HikariDataSource dataSource = new HikariDataSource(config);
     try (Connection c = dataSource.getConnection();
         Statement s = c.createStatement()) {
+      c.setAutoCommit(false); // copies that start together create the table one at a time
+      s.execute("SELECT pg_advisory_xact_lock(hashtext('partition_owner'))");
       s.execute(
           "CREATE TABLE IF NOT EXISTS partition_owner (partition int PRIMARY KEY, member text,"
               + " timeline int, xid bigint, runs bigint)");
+      c.commit();
     }
     PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
 
