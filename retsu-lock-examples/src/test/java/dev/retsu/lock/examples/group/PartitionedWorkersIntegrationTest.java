@@ -3,7 +3,7 @@ package dev.retsu.lock.examples.group;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import dev.retsu.lock.testing.ChildJvm;
+import dev.retsu.lock.examples.ExampleCopy;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
 import java.sql.Connection;
@@ -88,17 +88,7 @@ class PartitionedWorkersIntegrationTest {
   }
 
   private Copy start(TestDatabase db, String name) {
-    ProcessBuilder pb =
-        new ProcessBuilder(
-            ChildJvm.javaCommand(
-                List.of("-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"),
-                PartitionedWorkers.class,
-                List.of()));
-    Map<String, String> env = pb.environment();
-    env.put("RETSU_DATABASE__URL", db.jdbcUrl());
-    env.put("RETSU_DATABASE__USER", db.user());
-    env.put("RETSU_DATABASE__PASSWORD", db.password());
-    Copy copy = new Copy(name, pb);
+    Copy copy = new Copy(name, db);
     copies.add(copy);
     return copy;
   }
@@ -131,10 +121,10 @@ class PartitionedWorkersIntegrationTest {
   }
 
   /** A group example JVM and its output. */
-  private static final class Copy extends ChildJvm {
+  private static final class Copy extends ExampleCopy {
 
-    Copy(String name, ProcessBuilder builder) {
-      super("group-example-" + name, builder);
+    Copy(String name, TestDatabase db) {
+      super("group-example-" + name, PartitionedWorkers.class, db);
     }
 
     String member() {
@@ -153,10 +143,6 @@ class PartitionedWorkersIntegrationTest {
         }
       }
       return last;
-    }
-
-    String output() {
-      return String.join("\n", lines());
     }
   }
 }
