@@ -2,11 +2,11 @@ package dev.retsu.lock;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.retsu.lock.testing.ReadmeSnippets;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
@@ -16,8 +16,9 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 /**
- * The README and docs back each promise with the name of a test (or benchmark) in backticks. A
- * renamed or deleted test would leave the promise pointing at nothing; this test fails then.
+ * The pages (the README, docs/, module READMEs: {@link ReadmeSnippets#pages}) back each promise
+ * with the name of a test (or benchmark) in backticks. A renamed or deleted test would leave the
+ * promise pointing at nothing; this test fails then.
  */
 class DocsNameRealTestsTest {
 
@@ -32,11 +33,8 @@ class DocsNameRealTestsTest {
 
   @Test
   void everyTestNameInTheDocsIsAMethodInTheSources() throws IOException {
-    List<Path> docs = new ArrayList<>();
-    docs.add(ROOT.resolve("README.md"));
-    try (Stream<Path> s = Files.list(ROOT.resolve("docs"))) {
-      s.filter(p -> p.toString().endsWith(".md")).forEach(docs::add);
-    }
+    List<Path> docs = ReadmeSnippets.pages(ROOT);
+    assertThat(docs).contains(ROOT.resolve("README.md"), ROOT.resolve("docs/GUARANTEES.md"));
     Set<String> named = new TreeSet<>();
     for (Path doc : docs) {
       Matcher m = NAME.matcher(Files.readString(doc));
@@ -53,7 +51,9 @@ class DocsNameRealTestsTest {
 
     assertThat(named).as("test names the docs cite").isNotEmpty();
     assertThat(named)
-        .as("cited in README.md or docs/, but no such method among %d", methods.size())
+        .as(
+            "cited on a page (README, docs/, a module README), but no such method among %d",
+            methods.size())
         .isSubsetOf(methods);
   }
 

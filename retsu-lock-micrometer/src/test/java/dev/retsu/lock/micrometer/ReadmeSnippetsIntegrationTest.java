@@ -7,11 +7,9 @@ import static org.awaitility.Awaitility.await;
 import dev.retsu.lock.LeaderLoop;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.testing.PostgresExtension;
-import dev.retsu.lock.testing.ReadmeSnippets;
 import dev.retsu.lock.testing.TestDatabase;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
-import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -21,20 +19,12 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
-/** The README's micrometer snippets, compiled and run here; the first test keeps them identical. */
+/**
+ * The micrometer snippets of docs/metrics.md, compiled and run here; {@link DocsSnippetsTest} keeps
+ * the page identical to these regions.
+ */
 @ExtendWith(PostgresExtension.class)
 class ReadmeSnippetsIntegrationTest {
-
-  @Test
-  void readmeShowsExactlyTheCodeTestedHere() {
-    assertThat(
-            ReadmeSnippets.verify(
-                Path.of("../README.md"),
-                "micrometer",
-                Path.of(
-                    "src/test/java/dev/retsu/lock/micrometer/ReadmeSnippetsIntegrationTest.java")))
-        .containsExactly("micrometer/wiring", "micrometer/collect");
-  }
 
   @Test
   void wiring(TestDatabase db) throws Exception {

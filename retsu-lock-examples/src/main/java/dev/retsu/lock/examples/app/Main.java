@@ -1,8 +1,6 @@
 package dev.retsu.lock.examples.app;
 
 import dev.retsu.lock.examples.collector.QueueStateCollector;
-import dev.retsu.lock.examples.demo.Demo;
-import dev.retsu.lock.examples.load.LoadCommand;
 import java.io.PrintStream;
 import java.util.List;
 import java.util.Map;
@@ -116,7 +114,7 @@ public final class Main {
                     Settings.DEMO));
             return OK;
           }
-          return new Demo(Settings.Demo.from(rest, env), out).run();
+          return new DemoCommand(Settings.Demo.from(rest, env), out).run();
         }
         default -> {
           err.println("Unknown command '" + command + "'.");

@@ -51,6 +51,7 @@ public final class QueueStateCollector implements AutoCloseable {
    * @param takeover how standbys wait for the lock
    * @param log one more listener, for the lines operators grep for
    */
+  // snippet:examples/collector-wiring
   public QueueStateCollector(
       DataSource pool,
       MeterRegistry registry,
@@ -58,7 +59,6 @@ public final class QueueStateCollector implements AutoCloseable {
       Duration interval,
       TakeoverMode takeover,
       LeaderListener log) {
-    // snippet:examples/collector-wiring
     loop =
         LeaderLoop.builder(pool, KEY)
             .candidateId(candidateId)
@@ -72,20 +72,22 @@ public final class QueueStateCollector implements AutoCloseable {
     queueGauges = QueueStateMetrics.of(loop);
     leadership.bindTo(registry); // on every replica; subscribes to the loop
     queueGauges.bindTo(registry); // gauges only while leading, removed before the lock is released
-    // end-snippet
   }
 
+  // end-snippet
+
   /** One refresh of the leader: read the queue state, then export it. */
+  // snippet:examples/collector-refresh
   private void refresh(LeaderContext ctx) throws SQLException {
-    // snippet:examples/collector-refresh
     // The state query runs on the session that holds the lock, never on another one.
     QueueStateSnapshot snapshot = QueueStateQuery.read(ctx.connection());
     ctx.ensureLeader(); // right before the effect: throws once this term is over
     if (!queueGauges.record(snapshot)) {
       LOG.warn("[candidate={}] Term ended during the refresh; not exported", loop.candidateId());
     }
-    // end-snippet
   }
+
+  // end-snippet
 
   /**
    * Runs the loop on the calling thread until {@link #close()}.

@@ -2,6 +2,7 @@ package dev.retsu.lock.examples.load;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.retsu.lock.examples.app.LoadCommand;
 import dev.retsu.lock.examples.app.Settings;
 import dev.retsu.lock.examples.collector.Schema;
 import dev.retsu.lock.testing.PostgresExtension;

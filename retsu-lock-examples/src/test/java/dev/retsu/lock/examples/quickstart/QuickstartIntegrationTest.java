@@ -4,13 +4,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.retsu.lock.FencingToken;
-import dev.retsu.lock.testing.ChildJvm;
+import dev.retsu.lock.examples.ExampleCopy;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -29,7 +28,7 @@ class QuickstartIntegrationTest {
 
   private static final Duration STARTUP = Duration.ofSeconds(90);
 
-  /** Retry interval 5 s (±10%), plus time for a JVM that is busy exiting. */
+  /** Retry interval 5 s (jitter only shortens a wait), plus time for a JVM that is busy exiting. */
   private static final Duration TAKEOVER = Duration.ofSeconds(30);
 
   /** What a JVM ended by SIGTERM exits with once its shutdown hooks are done: 128 + 15. */
@@ -89,17 +88,7 @@ class QuickstartIntegrationTest {
   }
 
   private Copy start(TestDatabase db, String name) {
-    ProcessBuilder pb =
-        new ProcessBuilder(
-            ChildJvm.javaCommand(
-                List.of("-Xmx96m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"),
-                Quickstart.class,
-                List.of()));
-    Map<String, String> env = pb.environment();
-    env.put("RETSU_DATABASE__URL", db.jdbcUrl());
-    env.put("RETSU_DATABASE__USER", db.user());
-    env.put("RETSU_DATABASE__PASSWORD", db.password());
-    Copy copy = new Copy(name, pb);
+    Copy copy = new Copy(name, db);
     copies.add(copy);
     return copy;
   }
@@ -108,10 +97,10 @@ class QuickstartIntegrationTest {
   private record Leading(FencingToken token, int backendPid) {}
 
   /** A quickstart JVM and its output. */
-  private static final class Copy extends ChildJvm {
+  private static final class Copy extends ExampleCopy {
 
-    Copy(String name, ProcessBuilder builder) {
-      super("quickstart-" + name, builder);
+    Copy(String name, TestDatabase db) {
+      super("quickstart-" + name, Quickstart.class, db);
     }
 
     Optional<Leading> leading() {
@@ -125,10 +114,6 @@ class QuickstartIntegrationTest {
         }
       }
       return Optional.empty();
-    }
-
-    String output() {
-      return String.join("\n", lines());
     }
   }
 }

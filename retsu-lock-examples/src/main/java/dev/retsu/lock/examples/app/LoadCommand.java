@@ -1,11 +1,9 @@
-package dev.retsu.lock.examples.load;
+package dev.retsu.lock.examples.app;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
-import dev.retsu.lock.examples.app.Main;
-import dev.retsu.lock.examples.app.Options;
-import dev.retsu.lock.examples.app.Settings;
 import dev.retsu.lock.examples.collector.Schema;
+import dev.retsu.lock.examples.load.QueueLoad;
 import java.io.PrintStream;
 import java.sql.Connection;
 import java.sql.SQLException;

@@ -1,14 +1,9 @@
-package dev.retsu.lock.examples.demo;
+package dev.retsu.lock.examples.app;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.retsu.lock.AdvisoryLock;
 import dev.retsu.lock.LockHolder;
-import dev.retsu.lock.examples.app.CollectorCommand;
-import dev.retsu.lock.examples.app.ConfigException;
-import dev.retsu.lock.examples.app.Main;
-import dev.retsu.lock.examples.app.Options;
-import dev.retsu.lock.examples.app.Settings;
 import dev.retsu.lock.examples.collector.QueueStateCollector;
 import dev.retsu.lock.examples.collector.Schema;
 import dev.retsu.lock.examples.http.ManagementServer;
@@ -49,7 +44,7 @@ import java.util.regex.Pattern;
  * pg_terminate_backend}, as an operator evicting a leader would. Cleans up everything it started,
  * also on Ctrl-C.
  */
-public final class Demo {
+public final class DemoCommand {
 
   private static final DateTimeFormatter CLOCK = DateTimeFormatter.ofPattern("HH:mm:ss.SSS");
   private static final Duration STARTUP_TIMEOUT = Duration.ofSeconds(90);
@@ -79,7 +74,7 @@ public final class Demo {
    * @param settings its settings
    * @param out where the timeline goes
    */
-  public Demo(Settings.Demo settings, PrintStream out) {
+  public DemoCommand(Settings.Demo settings, PrintStream out) {
     this.settings = settings;
     this.out = out;
   }
@@ -125,8 +120,9 @@ public final class Demo {
       out.println("Summary (retry/refresh interval " + Options.format(settings.interval()) + "):");
       summary.forEach(line -> out.println("  " + line));
       out.println(
-          "  Takeover waits for a standby's next attempt: at most the retry interval (±10% jitter)"
-              + " after the lock is freed.");
+          "  Takeover waits for a standby's next attempt: at most the retry interval after the"
+              + " lock is freed (each standby wait is drawn from 90% to 100% of it: jitter only"
+              + " shortens it).");
       return Main.OK;
     } catch (ConfigException e) {
       out.println("demo: " + e.getMessage());

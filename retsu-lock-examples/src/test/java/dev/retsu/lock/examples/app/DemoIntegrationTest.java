@@ -1,9 +1,8 @@
-package dev.retsu.lock.examples.demo;
+package dev.retsu.lock.examples.app;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.retsu.lock.FencingToken;
-import dev.retsu.lock.examples.app.Main;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
