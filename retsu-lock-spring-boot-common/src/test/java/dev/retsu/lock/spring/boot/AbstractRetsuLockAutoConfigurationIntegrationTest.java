@@ -181,6 +181,115 @@ public abstract class AbstractRetsuLockAutoConfigurationIntegrationTest {
             });
   }
 
+  private ApplicationContextRunner member(String id, String group) {
+    java.util.List<Class<?>> all = new java.util.ArrayList<>(line.autoConfigurations());
+    all.addAll(List.of(RetsuLockAutoConfiguration.class, RetsuLockMetricsAutoConfiguration.class));
+    return new ApplicationContextRunner()
+        .withConfiguration(AutoConfigurations.of(all.toArray(Class<?>[]::new)))
+        .withBean(DataSource.class, () -> pool(id))
+        .withBean(MeterRegistry.class, SimpleMeterRegistry::new)
+        .withUserConfiguration(GroupWork.class)
+        .withPropertyValues(
+            "retsu.lock.candidate-id=" + id,
+            "retsu.lock.groups.parts.namespace=" + group,
+            "retsu.lock.groups.parts.partitions=4",
+            "retsu.lock.groups.parts.sessions=2",
+            "retsu.lock.groups.parts.refresh-interval=100ms",
+            "retsu.lock.groups.parts.membership-interval=200ms");
+  }
+
+  @Test
+  void aGroupSpreadsItsKeysAndRunsPerKeyWorkOnTheSessionThatHoldsTheKey() {
+    String group = "retsu-boot-group-" + KEYS.incrementAndGet();
+    member("g1", group)
+        .run(
+            a -> {
+              assertThat(a).hasNotFailed();
+              RetsuLeaderGroup ga = a.getBean("retsuLeaderGroup.parts", RetsuLeaderGroup.class);
+              await().atMost(Duration.ofSeconds(15)).until(() -> ga.heldKeys().size() == 4);
+              member("g2", group)
+                  .run(
+                      b -> {
+                        RetsuLeaderGroup gb =
+                            b.getBean("retsuLeaderGroup.parts", RetsuLeaderGroup.class);
+                        // Fair spread: two keys each, disjoint.
+                        await()
+                            .atMost(Duration.ofSeconds(20))
+                            .until(() -> ga.heldKeys().size() == 2 && gb.heldKeys().size() == 2);
+                        assertThat(ga.heldKeys()).doesNotContainAnyElementsOf(gb.heldKeys());
+                        // Per-key work ran on the session that holds that key, through the view.
+                        GroupWork wb = b.getBean(GroupWork.class);
+                        await().atMost(Duration.ofSeconds(10)).until(() -> wb.pids.size() >= 4);
+                        for (int[] p : wb.pids) {
+                          assertThat(p[0]).as("view pid = session pid").isEqualTo(p[1]);
+                        }
+                        // @LeaderOnly(key = "0") runs on the holder of partition 0 only.
+                        RetsuLeaderGroup holder = ga.holds("0") ? ga : gb;
+                        GroupWork wHolder =
+                            holder == ga ? a.getBean(GroupWork.class) : b.getBean(GroupWork.class);
+                        GroupWork wOther = holder == ga ? wb : a.getBean(GroupWork.class);
+                        int before = wOther.partitionZero.get();
+                        await()
+                            .atMost(Duration.ofSeconds(10))
+                            .until(() -> wHolder.partitionZero.get() >= 2);
+                        assertThat(wOther.partitionZero.get()).isEqualTo(before);
+                        // Health and metrics per group.
+                        assertThat(line.healthStatus(b)).isEqualTo("UP");
+                        assertThat(line.healthDetails(b).get("groups").toString())
+                            .contains("keysHeld=2", "role=member");
+                        assertThat(
+                                b.getBean(MeterRegistry.class)
+                                    .get("retsu.lock.group.keys.held")
+                                    .tags("group", "parts")
+                                    .gauge()
+                                    .value())
+                            .isEqualTo(2.0);
+                      });
+              // b left: a takes every key back.
+              await().atMost(Duration.ofSeconds(20)).until(() -> ga.heldKeys().size() == 4);
+            });
+  }
+
+  /** A group's task and a per-key @LeaderOnly job. */
+  @Configuration(proxyBeanMethods = false)
+  @EnableScheduling
+  static class GroupWork {
+    final List<int[]> pids = new CopyOnWriteArrayList<>();
+    final java.util.concurrent.atomic.AtomicInteger partitionZero =
+        new java.util.concurrent.atomic.AtomicInteger();
+
+    @Bean("parts")
+    LeaderTask parts(RetsuLeaders leaders) {
+      return ctx -> {
+        Integer viaView =
+            leaders
+                .group("parts")
+                .jdbcTemplate()
+                .queryForObject("SELECT pg_backend_pid()", Integer.class);
+        pids.add(new int[] {viaView, ctx.term().backendPid()});
+      };
+    }
+
+    @Bean
+    PartitionZero partitionZero() {
+      return new PartitionZero(this);
+    }
+  }
+
+  static class PartitionZero {
+    private final GroupWork work;
+
+    PartitionZero(GroupWork work) {
+      this.work = work;
+    }
+
+    @Scheduled(fixedDelay = 50)
+    @LeaderOnly(value = "parts", key = "0")
+    public void run() {
+      work.partitionZero.incrementAndGet();
+    }
+  }
+
   private static RetsuLeader leader(AssertableApplicationContext context) {
     assertThat(context).hasNotFailed();
     return context.getBean("retsuLeader.job", RetsuLeader.class);
