@@ -7,19 +7,27 @@ import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
 
 /**
- * The README's Spring Boot snippets are regions of {@link BootCollectorApplication}, the code that
- * {@link BootCollectorIntegrationTest} runs as separate JVMs.
+ * The Spring Boot page's snippets (docs/spring-boot.md) are whole classes, imports included, that
+ * compile here: {@link ReportJobConfiguration} (run by {@link
+ * ReportJobConfigurationIntegrationTest}), {@link LockDataSourceConfiguration} and {@link
+ * TenantJobsConfiguration}; and the page has no Java block that is not one of them.
  */
 class BootReadmeSnippetsTest {
 
+  private static final Path PAGE = Path.of("../docs/spring-boot.md");
+
   @Test
-  void readmeShowsExactlyTheBootCodeThatRuns() {
+  void theSpringBootPageShowsExactlyTheCodeThatCompilesWithItsImports() {
+    String dir = "src/main/java/dev/retsu/lock/examples/boot/";
+    String test = "src/test/java/dev/retsu/lock/examples/boot/";
     assertThat(
             ReadmeSnippets.verify(
-                Path.of("../README.md"),
+                PAGE,
                 "boot",
-                Path.of(
-                    "src/main/java/dev/retsu/lock/examples/boot/BootCollectorApplication.java")))
-        .containsExactly("boot/properties", "boot/collector", "boot/leader-only");
+                Path.of(dir + "ReportJobConfiguration.java"),
+                Path.of(test + "LockDataSourceConfiguration.java"),
+                Path.of(test + "TenantJobsConfiguration.java")))
+        .containsExactly("boot/report-job", "boot/lock-data-source", "boot/group-jobs");
+    assertThat(ReadmeSnippets.unmarkedJavaBlocks(PAGE)).isZero();
   }
 }

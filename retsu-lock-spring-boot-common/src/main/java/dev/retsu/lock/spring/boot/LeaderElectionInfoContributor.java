@@ -32,6 +32,16 @@ public final class LeaderElectionInfoContributor implements InfoContributor {
       d.put("role", l.status());
       all.put(l.name(), d);
     }
-    builder.withDetail("leaderElection", Map.of("leaders", all));
+    Map<String, Object> groups = new LinkedHashMap<>();
+    for (RetsuLeaderGroup g : leaders.groups().values()) {
+      Map<String, Object> d = new LinkedHashMap<>();
+      d.put("candidate", g.group().candidateId());
+      d.put("role", g.status());
+      d.put("keysHeld", g.group().heldCount());
+      groups.put(g.name(), d);
+    }
+    builder.withDetail(
+        "leaderElection",
+        groups.isEmpty() ? Map.of("leaders", all) : Map.of("leaders", all, "groups", groups));
   }
 }

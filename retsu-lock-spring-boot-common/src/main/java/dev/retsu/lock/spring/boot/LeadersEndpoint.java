@@ -32,7 +32,7 @@ public class LeadersEndpoint {
   /**
    * Lists every leader.
    *
-   * @return leader name to its state and the lock's holder
+   * @return leader name to its state and the lock's holder; group name to its state
    */
   @ReadOperation
   public Map<String, Object> leaders() {
@@ -40,7 +40,11 @@ public class LeadersEndpoint {
     for (RetsuLeader l : leaders.all().values()) {
       all.put(l.name(), describe(l));
     }
-    return Map.of("leaders", all);
+    Map<String, Object> groups = new LinkedHashMap<>();
+    for (RetsuLeaderGroup g : leaders.groups().values()) {
+      groups.put(g.name(), g.details());
+    }
+    return groups.isEmpty() ? Map.of("leaders", all) : Map.of("leaders", all, "groups", groups);
   }
 
   /**
