@@ -91,85 +91,55 @@ public class RetsuLockProperties {
     NEVER_LEADER
   }
 
-  /** One named leader: {@code retsu.lock.leaders.<name>.*}. */
-  public static class Leader {
+  /**
+   * What a leader and a group have in common: who takes part, its task, and the bounds of its
+   * sessions. Not thread-safe; bound once.
+   */
+  public abstract static class Participant {
 
-    /** The lock key; without one, the key is namespace "retsu-lock" and the leader's name. */
-    private final Key key = new Key();
-
-    /** This leader's candidate id; empty: retsu.lock.candidate-id. */
+    /** This instance's candidate id here; empty: retsu.lock.candidate-id. */
     private String candidateId;
 
     /**
-     * Bean name of the LeaderTask run on every refresh; empty: the bean named like the leader, if
-     * there is one, else a task that does nothing (leadership for @LeaderOnly methods only).
+     * Bean name of the LeaderTask run every refresh (per held key, for a group); empty: the bean
+     * named like the leader or group, if there is one, else a task that does nothing (leadership
+     * for @LeaderOnly methods only).
      */
     private String task;
 
-    /** Whether the leader starts with the application context. */
+    /** Whether it starts with the application context. */
     private boolean autoStartup = true;
-
-    /** POLL: standbys retry every retry-interval; WAIT: standbys block in pg_advisory_lock. */
-    private TakeoverMode takeover = TakeoverMode.POLL;
-
-    /** Wait between standby attempts. */
-    private Duration retryInterval = Duration.ofSeconds(15);
-
-    /** Each standby wait is drawn from retry-interval × (1 − jitter) to retry-interval; [0, 1). */
-    private double retryJitter = 0.1;
 
     /** Wait between the end of one refresh (run of the task) and the next. */
     private Duration refreshInterval = Duration.ofSeconds(15);
 
-    /** Longest one refresh may run; a longer one is interrupted and the term ends. */
-    private Duration refreshTimeout = Duration.ofSeconds(60);
-
-    /** What a failed term does: STEP_DOWN contends again after a backoff; EXIT stops the loop. */
-    private FailurePolicy failurePolicy = FailurePolicy.STEP_DOWN;
-
-    /** Longest STEP_DOWN backoff between failed terms. */
-    private Duration maxBackoff = Duration.ofMinutes(5);
-
-    /** How long stopping waits for a running refresh before the lock is released anyway. */
-    private Duration closeTimeout = Duration.ofSeconds(10);
-
-    /**
-     * WAIT only: longest single blocking wait before it is re-armed (each re-arm leaves one ERROR
-     * line in the server log).
-     */
-    private Duration waitTimeout = Duration.ofMinutes(5);
-
-    /** Ownership proof on the leader's session when it is otherwise quiet. */
+    /** Ownership proof on each session when it is otherwise quiet. */
     private Duration heartbeatInterval = Duration.ofSeconds(2);
 
-    /** Client deadline after the last successful round trip on the leader's session. */
+    /** Client deadline after the last successful round trip on a session. */
     private Duration selfFenceAfter = Duration.ofSeconds(8);
 
     /** Network timeout of the library's own round trips. */
     private Duration roundTripTimeout = Duration.ofSeconds(10);
 
-    /** idle_session_timeout of the leader's session; 0 turns it off. */
+    /** How long stopping waits for running leader work before the lock is released anyway. */
+    private Duration closeTimeout = Duration.ofSeconds(10);
+
+    /** idle_session_timeout of each session; 0 turns it off. */
     private Duration serverIdleSessionTimeout = Duration.ofSeconds(11);
 
-    /** TCP keepalives of the leader's session. */
+    /** TCP keepalives of each session. */
     private final Keepalives serverKeepalives = new Keepalives();
 
     /**
-     * Whether a first attempt that cannot reach the database ends the loop (health DOWN); false
-     * keeps contending every retry-interval, so an instance started before its database leads once
-     * it is up.
+     * Whether a first contact that cannot reach the database ends it for good (health DOWN,
+     * liveness BROKEN); false keeps trying, so an instance started before its database takes part
+     * once it is up.
      */
     private boolean failFast = false;
 
-    /** Run without a database, for tests: OFF, ALWAYS_LEADER or NEVER_LEADER. */
-    private TestMode testMode = TestMode.OFF;
-
-    /** Role in Spring Integration's OnGrantedEvent and OnRevokedEvent; empty: the leader's name. */
-    private String role;
-
-    public Key getKey() {
-      return key;
-    }
+    /** Bound by Spring Boot. */
+    Participant() {}
 
     public String getCandidateId() {
       return candidateId;
@@ -193,6 +163,107 @@ public class RetsuLockProperties {
 
     public void setAutoStartup(boolean autoStartup) {
       this.autoStartup = autoStartup;
+    }
+
+    public Duration getRefreshInterval() {
+      return refreshInterval;
+    }
+
+    public void setRefreshInterval(Duration refreshInterval) {
+      this.refreshInterval = refreshInterval;
+    }
+
+    public Duration getHeartbeatInterval() {
+      return heartbeatInterval;
+    }
+
+    public void setHeartbeatInterval(Duration heartbeatInterval) {
+      this.heartbeatInterval = heartbeatInterval;
+    }
+
+    public Duration getSelfFenceAfter() {
+      return selfFenceAfter;
+    }
+
+    public void setSelfFenceAfter(Duration selfFenceAfter) {
+      this.selfFenceAfter = selfFenceAfter;
+    }
+
+    public Duration getRoundTripTimeout() {
+      return roundTripTimeout;
+    }
+
+    public void setRoundTripTimeout(Duration roundTripTimeout) {
+      this.roundTripTimeout = roundTripTimeout;
+    }
+
+    public Duration getCloseTimeout() {
+      return closeTimeout;
+    }
+
+    public void setCloseTimeout(Duration closeTimeout) {
+      this.closeTimeout = closeTimeout;
+    }
+
+    public Duration getServerIdleSessionTimeout() {
+      return serverIdleSessionTimeout;
+    }
+
+    public void setServerIdleSessionTimeout(Duration serverIdleSessionTimeout) {
+      this.serverIdleSessionTimeout = serverIdleSessionTimeout;
+    }
+
+    public Keepalives getServerKeepalives() {
+      return serverKeepalives;
+    }
+
+    public boolean isFailFast() {
+      return failFast;
+    }
+
+    public void setFailFast(boolean failFast) {
+      this.failFast = failFast;
+    }
+  }
+
+  /** One named leader: {@code retsu.lock.leaders.<name>.*}. */
+  public static class Leader extends Participant {
+
+    /** The lock key; without one, the key is namespace "retsu-lock" and the leader's name. */
+    private final Key key = new Key();
+
+    /** POLL: standbys retry every retry-interval; WAIT: standbys block in pg_advisory_lock. */
+    private TakeoverMode takeover = TakeoverMode.POLL;
+
+    /** Wait between standby attempts. */
+    private Duration retryInterval = Duration.ofSeconds(15);
+
+    /** Each standby wait is drawn from retry-interval × (1 − jitter) to retry-interval; [0, 1). */
+    private double retryJitter = 0.1;
+
+    /** Longest one refresh may run; a longer one is interrupted and the term ends. */
+    private Duration refreshTimeout = Duration.ofSeconds(60);
+
+    /** What a failed term does: STEP_DOWN contends again after a backoff; EXIT stops the loop. */
+    private FailurePolicy failurePolicy = FailurePolicy.STEP_DOWN;
+
+    /** Longest STEP_DOWN backoff between failed terms. */
+    private Duration maxBackoff = Duration.ofMinutes(5);
+
+    /**
+     * WAIT only: longest single blocking wait before it is re-armed (each re-arm leaves one ERROR
+     * line in the server log).
+     */
+    private Duration waitTimeout = Duration.ofMinutes(5);
+
+    /** Run without a database, for tests: OFF, ALWAYS_LEADER or NEVER_LEADER. */
+    private TestMode testMode = TestMode.OFF;
+
+    /** Role in Spring Integration's OnGrantedEvent and OnRevokedEvent; empty: the leader's name. */
+    private String role;
+
+    public Key getKey() {
+      return key;
     }
 
     public TakeoverMode getTakeover() {
@@ -219,14 +290,6 @@ public class RetsuLockProperties {
       this.retryJitter = retryJitter;
     }
 
-    public Duration getRefreshInterval() {
-      return refreshInterval;
-    }
-
-    public void setRefreshInterval(Duration refreshInterval) {
-      this.refreshInterval = refreshInterval;
-    }
-
     public Duration getRefreshTimeout() {
       return refreshTimeout;
     }
@@ -251,64 +314,12 @@ public class RetsuLockProperties {
       this.maxBackoff = maxBackoff;
     }
 
-    public Duration getCloseTimeout() {
-      return closeTimeout;
-    }
-
-    public void setCloseTimeout(Duration closeTimeout) {
-      this.closeTimeout = closeTimeout;
-    }
-
     public Duration getWaitTimeout() {
       return waitTimeout;
     }
 
     public void setWaitTimeout(Duration waitTimeout) {
       this.waitTimeout = waitTimeout;
-    }
-
-    public Duration getHeartbeatInterval() {
-      return heartbeatInterval;
-    }
-
-    public void setHeartbeatInterval(Duration heartbeatInterval) {
-      this.heartbeatInterval = heartbeatInterval;
-    }
-
-    public Duration getSelfFenceAfter() {
-      return selfFenceAfter;
-    }
-
-    public void setSelfFenceAfter(Duration selfFenceAfter) {
-      this.selfFenceAfter = selfFenceAfter;
-    }
-
-    public Duration getRoundTripTimeout() {
-      return roundTripTimeout;
-    }
-
-    public void setRoundTripTimeout(Duration roundTripTimeout) {
-      this.roundTripTimeout = roundTripTimeout;
-    }
-
-    public Duration getServerIdleSessionTimeout() {
-      return serverIdleSessionTimeout;
-    }
-
-    public void setServerIdleSessionTimeout(Duration serverIdleSessionTimeout) {
-      this.serverIdleSessionTimeout = serverIdleSessionTimeout;
-    }
-
-    public Keepalives getServerKeepalives() {
-      return serverKeepalives;
-    }
-
-    public boolean isFailFast() {
-      return failFast;
-    }
-
-    public void setFailFast(boolean failFast) {
-      this.failFast = failFast;
     }
 
     public TestMode getTestMode() {
@@ -333,7 +344,7 @@ public class RetsuLockProperties {
    * key {@code LockKey.named(namespace, name)}) or {@code partitions} (keys {@code "0"} to {@code
    * "<n-1>"} in the namespace). Every instance must configure the same keys in the same order.
    */
-  public static class Group {
+  public static class Group extends Participant {
 
     /** The keys' namespace; empty: the group's name. */
     private String namespace;
@@ -344,59 +355,20 @@ public class RetsuLockProperties {
     /** How many partition keys ("0" to "n-1"); or use keys. */
     private Integer partitions;
 
-    /** This member's candidate id; empty: retsu.lock.candidate-id. */
-    private String candidateId;
-
-    /**
-     * Bean name of the LeaderTask run per held key every refresh; empty: the bean named like the
-     * group, if there is one, else a task that does nothing (for @LeaderOnly methods only).
-     */
-    private String task;
-
-    /** Whether the group starts with the application context. */
-    private boolean autoStartup = true;
-
     /** Sessions this member opens; keys spread over them. */
     private int sessions = LeaderGroup.DEFAULT_SESSIONS;
 
     /** The most keys one locking statement tries. */
     private int batchSize = LeaderGroup.DEFAULT_BATCH_SIZE;
 
-    /** Wait between two refreshes (runs of the task) of one key. */
-    private Duration refreshInterval = Duration.ofSeconds(15);
-
     /** Longest one refresh of one key may run (it holds its session's worker). */
     private Duration refreshTimeout = LeaderGroup.DEFAULT_REFRESH_TIMEOUT;
-
-    /** How often each session proves it still holds its keys. */
-    private Duration heartbeatInterval = Duration.ofSeconds(2);
-
-    /** Client deadline after the last successful round trip on a session. */
-    private Duration selfFenceAfter = Duration.ofSeconds(8);
-
-    /** Network timeout of the group's own round trips. */
-    private Duration roundTripTimeout = Duration.ofSeconds(10);
 
     /** How often this member reads the membership and rebalances. */
     private Duration membershipInterval = LeaderGroup.DEFAULT_MEMBERSHIP_INTERVAL;
 
     /** Wait before a lost or failed session is opened again. */
     private Duration reconnectInterval = LeaderGroup.DEFAULT_RECONNECT_INTERVAL;
-
-    /** How long stopping waits for running refreshes before the keys are released anyway. */
-    private Duration closeTimeout = Duration.ofSeconds(10);
-
-    /** idle_session_timeout of every session; 0 turns it off. */
-    private Duration serverIdleSessionTimeout = Duration.ofSeconds(11);
-
-    /** TCP keepalives of every session. */
-    private final Keepalives serverKeepalives = new Keepalives();
-
-    /**
-     * Whether a first session that cannot be opened fails the start (health DOWN); false keeps
-     * trying every reconnect-interval.
-     */
-    private boolean failFast = false;
 
     /** The most keys for which per-key metric series are exported (two per key). */
     private int perKeyMetricsBudget = 100;
@@ -421,30 +393,6 @@ public class RetsuLockProperties {
       this.partitions = partitions;
     }
 
-    public String getCandidateId() {
-      return candidateId;
-    }
-
-    public void setCandidateId(String candidateId) {
-      this.candidateId = candidateId;
-    }
-
-    public String getTask() {
-      return task;
-    }
-
-    public void setTask(String task) {
-      this.task = task;
-    }
-
-    public boolean isAutoStartup() {
-      return autoStartup;
-    }
-
-    public void setAutoStartup(boolean autoStartup) {
-      this.autoStartup = autoStartup;
-    }
-
     public int getSessions() {
       return sessions;
     }
@@ -461,44 +409,12 @@ public class RetsuLockProperties {
       this.batchSize = batchSize;
     }
 
-    public Duration getRefreshInterval() {
-      return refreshInterval;
-    }
-
-    public void setRefreshInterval(Duration refreshInterval) {
-      this.refreshInterval = refreshInterval;
-    }
-
     public Duration getRefreshTimeout() {
       return refreshTimeout;
     }
 
     public void setRefreshTimeout(Duration refreshTimeout) {
       this.refreshTimeout = refreshTimeout;
-    }
-
-    public Duration getHeartbeatInterval() {
-      return heartbeatInterval;
-    }
-
-    public void setHeartbeatInterval(Duration heartbeatInterval) {
-      this.heartbeatInterval = heartbeatInterval;
-    }
-
-    public Duration getSelfFenceAfter() {
-      return selfFenceAfter;
-    }
-
-    public void setSelfFenceAfter(Duration selfFenceAfter) {
-      this.selfFenceAfter = selfFenceAfter;
-    }
-
-    public Duration getRoundTripTimeout() {
-      return roundTripTimeout;
-    }
-
-    public void setRoundTripTimeout(Duration roundTripTimeout) {
-      this.roundTripTimeout = roundTripTimeout;
     }
 
     public Duration getMembershipInterval() {
@@ -515,34 +431,6 @@ public class RetsuLockProperties {
 
     public void setReconnectInterval(Duration reconnectInterval) {
       this.reconnectInterval = reconnectInterval;
-    }
-
-    public Duration getCloseTimeout() {
-      return closeTimeout;
-    }
-
-    public void setCloseTimeout(Duration closeTimeout) {
-      this.closeTimeout = closeTimeout;
-    }
-
-    public Duration getServerIdleSessionTimeout() {
-      return serverIdleSessionTimeout;
-    }
-
-    public void setServerIdleSessionTimeout(Duration serverIdleSessionTimeout) {
-      this.serverIdleSessionTimeout = serverIdleSessionTimeout;
-    }
-
-    public Keepalives getServerKeepalives() {
-      return serverKeepalives;
-    }
-
-    public boolean isFailFast() {
-      return failFast;
-    }
-
-    public void setFailFast(boolean failFast) {
-      this.failFast = failFast;
     }
 
     public int getPerKeyMetricsBudget() {
