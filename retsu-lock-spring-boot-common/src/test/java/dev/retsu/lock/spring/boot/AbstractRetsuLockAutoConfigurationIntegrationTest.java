@@ -126,8 +126,13 @@ public abstract class AbstractRetsuLockAutoConfigurationIntegrationTest {
                         assertThat(details(b))
                             .containsEntry("role", "standby")
                             .doesNotContainKey("term");
-                        assertThat(details(b).get("standby").toString())
-                            .contains("reason=held-elsewhere");
+                        // Its first attempt may still be on its way ("starting"), then it says why.
+                        await()
+                            .atMost(Duration.ofSeconds(10))
+                            .until(
+                                () ->
+                                    String.valueOf(details(b).get("standby"))
+                                        .contains("reason=held-elsewhere"));
                         Map<String, Object> seen = b.getBean(LeadersEndpoint.class).leader("job");
                         assertThat(seen.get("holder").toString())
                             .contains("pid=" + term.backendPid(), "candidate=a", "self=false");
