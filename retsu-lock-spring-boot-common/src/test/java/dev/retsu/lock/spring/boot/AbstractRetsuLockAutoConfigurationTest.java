@@ -651,6 +651,8 @@ public abstract class AbstractRetsuLockAutoConfigurationTest {
               // Registered at zero from the start, so "ran on exactly one replica" can be summed.
               assertThat(runs(standbyRegistry, "Scheduled1.tickAsLeader", "success")).isZero();
               assertThat(runs(standbyRegistry, "job", "success")).isZero();
+              // Declared when the context started, before any call: a monthly job shows at 0 too.
+              assertThat(runs(standbyRegistry, "Unscheduled.report", "success")).isZero();
               assertThat(
                       standbyRegistry
                           .get("retsu.lock.job.last.success")
@@ -815,6 +817,11 @@ public abstract class AbstractRetsuLockAutoConfigurationTest {
     }
 
     @Bean
+    Unscheduled unscheduled() {
+      return new Unscheduled();
+    }
+
+    @Bean
     ApplicationListener<ApplicationEvent> recorder() {
       return event -> {
         if (event instanceof LeadershipRevokedEvent r) {
@@ -858,6 +865,12 @@ public abstract class AbstractRetsuLockAutoConfigurationTest {
         work.inFlight.decrementAndGet();
       }
     }
+  }
+
+  /** A leader-only method nobody has called yet. */
+  static class Unscheduled {
+    @LeaderOnly("job")
+    public void report() {}
   }
 
   @Configuration(proxyBeanMethods = false)
