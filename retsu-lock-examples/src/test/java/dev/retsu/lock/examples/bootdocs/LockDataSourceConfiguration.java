@@ -1,4 +1,4 @@
-package dev.retsu.lock.examples.boot;
+package dev.retsu.lock.examples.bootdocs;
 
 // snippet:boot/lock-data-source
 import com.zaxxer.hikari.HikariDataSource;

@@ -1,4 +1,4 @@
-package dev.retsu.lock.examples.boot;
+package dev.retsu.lock.examples.bootdocs;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -8,18 +8,19 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The Spring Boot page's snippets (docs/spring-boot.md) are whole classes, imports included, that
- * compile here: {@link ReportJobConfiguration} (run by {@link
+ * compile here: {@code ReportJobConfiguration} (run by {@code
  * ReportJobConfigurationIntegrationTest}), {@link LockDataSourceConfiguration} and {@link
- * TenantJobsConfiguration}; and the page has no Java block that is not one of them.
+ * TenantJobsConfiguration}; and the page has no Java block that is not one of them. Each is in a
+ * package of its own, so that no application's component scan picks them up.
  */
-class BootReadmeSnippetsTest {
+class SpringBootPageSnippetsTest {
 
   private static final Path PAGE = Path.of("../docs/spring-boot.md");
 
   @Test
   void theSpringBootPageShowsExactlyTheCodeThatCompilesWithItsImports() {
-    String dir = "src/main/java/dev/retsu/lock/examples/boot/";
-    String test = "src/test/java/dev/retsu/lock/examples/boot/";
+    String dir = "src/main/java/dev/retsu/lock/examples/reportjob/";
+    String test = "src/test/java/dev/retsu/lock/examples/bootdocs/";
     assertThat(
             ReadmeSnippets.verify(
                 PAGE,

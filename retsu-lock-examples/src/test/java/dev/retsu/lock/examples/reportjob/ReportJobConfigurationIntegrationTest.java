@@ -1,4 +1,4 @@
-package dev.retsu.lock.examples.boot;
+package dev.retsu.lock.examples.reportjob;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;

@@ -1,4 +1,4 @@
-package dev.retsu.lock.examples.boot;
+package dev.retsu.lock.examples.reportjob;
 
 // snippet:boot/report-job
 import dev.retsu.lock.spring.boot.LeaderOnly;
