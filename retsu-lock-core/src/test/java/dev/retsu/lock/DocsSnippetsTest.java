@@ -3,7 +3,6 @@ package dev.retsu.lock;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.retsu.lock.testing.ReadmeSnippets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -72,14 +71,5 @@ class DocsSnippetsTest {
         .as("java blocks without a snippet marker (and so without a test)")
         .isEmpty();
     assertThat(unknown).as("snippet prefixes that no test verifies: " + VERIFIED_BY).isEmpty();
-  }
-
-  @Test
-  void theReadmeStillHasTheSpringBootSectionThatTheImportsRuleExempts() throws Exception {
-    assertThat(Files.readString(ROOT.resolve("README.md")))
-        .as(
-            "the README's Spring Boot section moved out: delete ReadmeSnippets.LEGACY_SECTION, the"
-                + " exemption it gave that section's blocks, and this test")
-        .contains(ReadmeSnippets.LEGACY_SECTION);
   }
 }

@@ -5,25 +5,20 @@ import dev.retsu.lock.LeaderListener;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.LossReason;
 import dev.retsu.lock.Term;
+import dev.retsu.lock.micrometer.internal.ListenerBinding;
 import dev.retsu.lock.micrometer.internal.Texts;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
-import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tag;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.binder.MeterBinder;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.EnumMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.concurrent.locks.ReentrantLock;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * Metrics of one {@link LeaderGroup} member, within a series budget. Build it from the group and
@@ -65,16 +60,12 @@ public final class LeaderGroupMetrics implements MeterBinder, AutoCloseable {
   /** Default most keys for which per-key series are exported: 100. */
   public static final int DEFAULT_PER_KEY_BUDGET = 100;
 
-  private static final Logger log = LoggerFactory.getLogger(LeaderGroupMetrics.class);
-
   private final LeaderGroup group;
   private final Tags tags;
   private final int perKeyBudget;
   private final String context;
-  private final LeaderListener listener = new Events();
-  private final ReentrantLock lifecycle = new ReentrantLock();
+  private final ListenerBinding binding;
   private volatile Bound bound;
-  private boolean closed;
 
   private LeaderGroupMetrics(Builder b) {
     this.group = b.group;
@@ -83,6 +74,12 @@ public final class LeaderGroupMetrics implements MeterBinder, AutoCloseable {
         Tags.of(Names.TAG_GROUP, group.name(), Names.TAG_CANDIDATE, group.candidateId())
             .and(b.tags);
     this.context = "[group=" + group.name() + ", candidate=" + group.candidateId() + "]";
+    this.binding =
+        new ListenerBinding(
+            "LeaderGroupMetrics",
+            context,
+            ListenerBinding.source(group::addListener, group::removeListener),
+            new Events());
   }
 
   /**
@@ -132,46 +129,22 @@ public final class LeaderGroupMetrics implements MeterBinder, AutoCloseable {
    */
   @Override
   public void bindTo(MeterRegistry registry) {
-    Objects.requireNonNull(registry, "registry");
-    lifecycle.lock();
-    try {
-      if (closed) {
-        throw new IllegalStateException(context + " LeaderGroupMetrics is closed");
-      }
-      if (bound != null) {
-        throw new IllegalStateException(context + " LeaderGroupMetrics is bound already");
-      }
-      if (!registry.find(Names.GROUP_KEYS_HELD).tags(tags).gauges().isEmpty()) {
-        throw new IllegalStateException(
-            context + " the registry already has group meters for this group and candidate");
-      }
-      bound = new Bound(registry);
-      group.addListener(listener);
-    } finally {
-      lifecycle.unlock();
-    }
+    binding.bind(
+        registry,
+        r -> {
+          if (!r.find(Names.GROUP_KEYS_HELD).tags(tags).gauges().isEmpty()) {
+            throw new IllegalStateException(
+                context + " the registry already has group meters for this group and candidate");
+          }
+          bound = new Bound(r);
+        },
+        () -> {});
   }
 
   /** Unsubscribes and removes the meters this instance registered. Idempotent; never throws. */
   @Override
   public void close() {
-    lifecycle.lock();
-    try {
-      if (closed) {
-        return;
-      }
-      closed = true;
-      group.removeListener(listener);
-      Bound b = bound;
-      bound = null;
-      if (b != null) {
-        for (Meter m : b.meters) {
-          b.registry.remove(m);
-        }
-      }
-    } finally {
-      lifecycle.unlock();
-    }
+    binding.close(() -> bound = null);
   }
 
   @Override
@@ -186,89 +159,78 @@ public final class LeaderGroupMetrics implements MeterBinder, AutoCloseable {
         .orElse(0.0);
   }
 
+  /** The group's events; the binding logs what they throw. */
   private final class Events implements LeaderListener {
     @Override
     public void onLost(Term term, LossReason reason, Throwable cause) {
-      try {
-        Bound b = bound;
-        if (b != null) {
-          b.lostTerms.get(reason).increment();
-        }
-      } catch (RuntimeException e) {
-        log.warn("{} LeaderGroupMetrics.onLost failed; the group goes on", context, e);
+      Bound b = bound;
+      if (b != null) {
+        b.lostTerms.get(reason).increment();
       }
     }
   }
 
-  /** The registered meters. */
+  /** The registered meters (each remembered by the binding, which removes them). */
   private final class Bound {
     final MeterRegistry registry;
-    final List<Meter> meters = new ArrayList<>();
     final Map<LossReason, Counter> lostTerms = new EnumMap<>(LossReason.class);
 
     Bound(MeterRegistry registry) {
       this.registry = registry;
-      try {
-        gauge(Names.GROUP_KEYS_HELD, "Keys this member leads right now", g -> g.heldCount());
-        gauge(Names.GROUP_KEYS, "Keys in the group", g -> g.keys().size());
-        gauge(
-            Names.GROUP_MEMBERS,
-            "Members of the group at this member's last membership read",
-            g -> g.members());
-        gauge(Names.GROUP_SESSIONS, "Sessions this member has open", g -> g.openSessions());
-        meters.add(
-            FunctionCounter.builder(Names.GROUP_REBALANCES, group, g -> g.rebalances())
-                .description("Keys this member yielded to rebalance the group")
+      gauge(Names.GROUP_KEYS_HELD, "Keys this member leads right now", g -> g.heldCount());
+      gauge(Names.GROUP_KEYS, "Keys in the group", g -> g.keys().size());
+      gauge(
+          Names.GROUP_MEMBERS,
+          "Members of the group at this member's last membership read",
+          g -> g.members());
+      gauge(Names.GROUP_SESSIONS, "Sessions this member has open", g -> g.openSessions());
+      binding.add(
+          FunctionCounter.builder(Names.GROUP_REBALANCES, group, g -> g.rebalances())
+              .description("Keys this member yielded to rebalance the group")
+              .tags(tags)
+              .register(registry));
+      binding.add(
+          FunctionCounter.builder(Names.GROUP_ACQUISITIONS, group, g -> g.acquisitions())
+              .description("Key terms this member started")
+              .tags(tags)
+              .register(registry));
+      for (LossReason r : LossReason.values()) {
+        Counter c =
+            Counter.builder(Names.GROUP_LOST_TERMS)
+                .description("Key terms of this member that ended, by reason")
+                .baseUnit(Names.UNIT_TERMS)
                 .tags(tags)
-                .register(registry));
-        meters.add(
-            FunctionCounter.builder(Names.GROUP_ACQUISITIONS, group, g -> g.acquisitions())
-                .description("Key terms this member started")
-                .tags(tags)
-                .register(registry));
-        for (LossReason r : LossReason.values()) {
-          Counter c =
-              Counter.builder(Names.GROUP_LOST_TERMS)
-                  .description("Key terms of this member that ended, by reason")
-                  .baseUnit(Names.UNIT_TERMS)
+                .tag(Names.TAG_REASON, Texts.tagValue(r))
+                .register(registry);
+        binding.add(c);
+        lostTerms.put(r, c);
+      }
+      if (perKeySeries()) {
+        for (LockKey k : group.keys()) {
+          Tag key = Tag.of(Names.TAG_KEY, Texts.hex(k));
+          binding.add(
+              Gauge.builder(
+                      Names.GROUP_KEY_LEADER, group, g -> g.currentTerm(k).isPresent() ? 1 : 0)
+                  .description("1 while this member leads the key")
                   .tags(tags)
-                  .tag(Names.TAG_REASON, Texts.tagValue(r))
-                  .register(registry);
-          meters.add(c);
-          lostTerms.put(r, c);
+                  .tag(key.getKey(), key.getValue())
+                  .strongReference(true)
+                  .register(registry));
+          binding.add(
+              Gauge.builder(Names.GROUP_KEY_TERM, LeaderGroupMetrics.this, m -> m.termSeconds(k))
+                  .description("Seconds the current term of the key has run; 0 when not leading")
+                  .baseUnit(Names.UNIT_SECONDS)
+                  .tags(tags)
+                  .tag(key.getKey(), key.getValue())
+                  .strongReference(true)
+                  .register(registry));
         }
-        if (perKeySeries()) {
-          for (LockKey k : group.keys()) {
-            Tag key = Tag.of(Names.TAG_KEY, Texts.hex(k));
-            meters.add(
-                Gauge.builder(
-                        Names.GROUP_KEY_LEADER, group, g -> g.currentTerm(k).isPresent() ? 1 : 0)
-                    .description("1 while this member leads the key")
-                    .tags(tags)
-                    .tag(key.getKey(), key.getValue())
-                    .strongReference(true)
-                    .register(registry));
-            meters.add(
-                Gauge.builder(Names.GROUP_KEY_TERM, LeaderGroupMetrics.this, m -> m.termSeconds(k))
-                    .description("Seconds the current term of the key has run; 0 when not leading")
-                    .baseUnit(Names.UNIT_SECONDS)
-                    .tags(tags)
-                    .tag(key.getKey(), key.getValue())
-                    .strongReference(true)
-                    .register(registry));
-          }
-        }
-      } catch (RuntimeException e) {
-        for (Meter m : meters) {
-          registry.remove(m);
-        }
-        throw e;
       }
     }
 
     private void gauge(
         String name, String description, java.util.function.ToDoubleFunction<LeaderGroup> f) {
-      meters.add(
+      binding.add(
           Gauge.builder(name, group, f)
               .description(description)
               .tags(tags)

@@ -5,6 +5,7 @@ import dev.retsu.lock.LeaderListener;
 import dev.retsu.lock.LeaderLoop;
 import dev.retsu.lock.LossReason;
 import dev.retsu.lock.Term;
+import dev.retsu.lock.micrometer.internal.ListenerBinding;
 import dev.retsu.lock.micrometer.internal.Texts;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
@@ -16,15 +17,11 @@ import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.binder.MeterBinder;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Collections;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.concurrent.locks.ReentrantLock;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * Leadership metrics of one {@link LeaderLoop}, exported on every replica: whether it leads, how
@@ -79,8 +76,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class LeaderMetrics implements MeterBinder, AutoCloseable {
 
-  private static final Logger log = LoggerFactory.getLogger(LeaderMetrics.class);
-
   private static final String LEADER_DESCRIPTION =
       "Leadership of this candidate: state=leader is 1 while its loop leads a term;"
           + " state=standby is 1 while its loop runs and does not lead (contending);"
@@ -91,11 +86,10 @@ public final class LeaderMetrics implements MeterBinder, AutoCloseable {
   private final String candidateId;
   private final Tags tags;
   private final String context;
-  private final LeaderListener listener = new Events();
-  private final ReentrantLock lifecycle = new ReentrantLock();
+  private final ListenerBinding binding;
 
   /**
-   * The term the loop leads as far as its events say, or null; written under {@link #lifecycle},
+   * The term the loop leads as far as its events say, or null; written under the binding's lock,
    * read by the gauges.
    */
   private volatile Term term;
@@ -103,11 +97,8 @@ public final class LeaderMetrics implements MeterBinder, AutoCloseable {
   /** The meters while bound; null before {@link #bindTo} and after {@link #close()}. */
   private volatile Bound bound;
 
-  /** Guarded by {@link #lifecycle}. */
+  /** Guarded by the binding's lock. */
   private LongTaskTimer.Sample termSample;
-
-  /** Guarded by {@link #lifecycle}. */
-  private boolean closed;
 
   private LeaderMetrics(Builder b) {
     this.loop = b.loop;
@@ -115,6 +106,12 @@ public final class LeaderMetrics implements MeterBinder, AutoCloseable {
     this.lockName = b.lockName != null ? b.lockName : Texts.hex(b.loop.key());
     this.tags = Tags.of(Names.TAG_LOCK, lockName, Names.TAG_CANDIDATE, candidateId).and(b.tags);
     this.context = b.loop.logPrefix();
+    this.binding =
+        new ListenerBinding(
+            "LeaderMetrics",
+            context,
+            ListenerBinding.source(loop::addListener, loop::removeListener),
+            new Events());
   }
 
   /**
@@ -194,39 +191,27 @@ public final class LeaderMetrics implements MeterBinder, AutoCloseable {
    */
   @Override
   public void bindTo(MeterRegistry registry) {
-    Objects.requireNonNull(registry, "registry");
-    lifecycle.lock();
-    try {
-      if (closed) {
-        throw new IllegalStateException(context + " LeaderMetrics is closed");
-      }
-      if (bound != null) {
-        throw new IllegalStateException(
-            context
-                + " LeaderMetrics is bound to a registry already; use a CompositeMeterRegistry to"
-                + " export to several");
-      }
-      if (!registry.find(Names.LEADER).tags(tags).gauges().isEmpty()) {
-        throw new IllegalStateException(
-            context
-                + " the registry already has "
-                + Names.LEADER
-                + " meters for this lock and candidate; bind one LeaderMetrics per loop, or give"
-                + " each a distinct lockName");
-      }
-      Bound b = new Bound(registry);
-      bound = b;
-      // Subscribe first, then catch up: an event from now on waits for this lock, so a term read
-      // here is either still running or its onLost comes after this method, never before it.
-      loop.addListener(listener);
-      Term running = loop.currentTerm().orElse(null);
-      if (running != null) {
-        term = running;
-        termSample = b.termTimer.start();
-      }
-    } finally {
-      lifecycle.unlock();
-    }
+    binding.bind(
+        registry,
+        r -> {
+          if (!r.find(Names.LEADER).tags(tags).gauges().isEmpty()) {
+            throw new IllegalStateException(
+                context
+                    + " the registry already has "
+                    + Names.LEADER
+                    + " meters for this lock and candidate; bind one LeaderMetrics per loop, or"
+                    + " give each a distinct lockName");
+          }
+          bound = new Bound(r);
+        },
+        () -> {
+          // A term read here is either still running or its onLost comes after this call.
+          Term running = loop.currentTerm().orElse(null);
+          if (running != null) {
+            term = running;
+            termSample = bound.termTimer.start();
+          }
+        });
   }
 
   /**
@@ -235,26 +220,13 @@ public final class LeaderMetrics implements MeterBinder, AutoCloseable {
    */
   @Override
   public void close() {
-    lifecycle.lock();
-    try {
-      if (closed) {
-        return;
-      }
-      closed = true;
-      loop.removeListener(listener);
-      Bound b = bound;
-      bound = null;
-      term = null;
-      stop(termSample);
-      termSample = null;
-      if (b != null) {
-        for (Meter m : b.meters) {
-          b.registry.remove(m);
-        }
-      }
-    } finally {
-      lifecycle.unlock();
-    }
+    binding.close(
+        () -> {
+          bound = null;
+          term = null;
+          stop(termSample);
+          termSample = null;
+        });
   }
 
   /**
@@ -269,7 +241,7 @@ public final class LeaderMetrics implements MeterBinder, AutoCloseable {
 
   /** Test seam: the listener {@link #bindTo} subscribes, to feed it made-up events. */
   LeaderListener listenerForTests() {
-    return listener;
+    return binding.listener();
   }
 
   /** 1 while the loop leads a term; 0 otherwise, and always once the loop has stopped. */
@@ -286,78 +258,61 @@ public final class LeaderMetrics implements MeterBinder, AutoCloseable {
     return state == LeaderLoop.State.CLOSED || state == LeaderLoop.State.FAILED;
   }
 
-  /** The loop's events, turned into meter updates. Never throws into the loop. */
+  /** The loop's events, turned into meter updates; the binding logs what they throw. */
   private final class Events implements LeaderListener {
 
     @Override
     public void onAttempt(AttemptResult result, Duration duration, Throwable error) {
-      safely("onAttempt", () -> ifBound(b -> b.attempts.get(result).increment()));
+      ifBound(b -> b.attempts.get(result).increment());
     }
 
     @Override
     public void onAcquired(Term acquired) {
-      safely(
-          "onAcquired",
-          () -> {
-            lifecycle.lock();
-            try {
-              if (closed || acquired.equals(term)) {
-                return; // closed, or already caught up with this term in bindTo
-              }
-              term = acquired;
-              stop(termSample);
-              termSample = null;
-              Bound b = bound;
-              if (b != null) {
-                b.acquisitions.increment();
-                termSample = b.termTimer.start();
-              }
-            } finally {
-              lifecycle.unlock();
-            }
-          });
+      binding.lock().lock();
+      try {
+        if (binding.isClosed() || acquired.equals(term)) {
+          return; // closed, or already caught up with this term in bindTo
+        }
+        term = acquired;
+        stop(termSample);
+        termSample = null;
+        Bound b = bound;
+        if (b != null) {
+          b.acquisitions.increment();
+          termSample = b.termTimer.start();
+        }
+      } finally {
+        binding.lock().unlock();
+      }
     }
 
     @Override
     public void onRefreshSucceeded(Term refreshed, Duration duration) {
-      safely("onRefreshSucceeded", () -> ifBound(b -> b.refreshSuccess.record(duration)));
+      ifBound(b -> b.refreshSuccess.record(duration));
     }
 
     @Override
     public void onRefreshFailed(Term refreshed, Duration duration, Throwable error) {
-      safely("onRefreshFailed", () -> ifBound(b -> b.refreshFailure.record(duration)));
+      ifBound(b -> b.refreshFailure.record(duration));
     }
 
     @Override
     public void onLost(Term lost, LossReason reason, Throwable cause) {
-      safely(
-          "onLost",
-          () -> {
-            lifecycle.lock();
-            try {
-              term = null;
-              stop(termSample);
-              termSample = null;
-              Bound b = bound;
-              if (b != null) {
-                b.lostTerms.get(reason).increment();
-                if (reason == LossReason.SELF_FENCED) {
-                  b.selfFenced.increment();
-                }
-              }
-            } finally {
-              lifecycle.unlock();
-            }
-          });
-    }
-  }
-
-  /** Runs a listener body; a failure is logged, never thrown into the loop. */
-  private void safely(String method, Runnable body) {
-    try {
-      body.run();
-    } catch (RuntimeException e) {
-      warn(method, e);
+      binding.lock().lock();
+      try {
+        term = null;
+        stop(termSample);
+        termSample = null;
+        Bound b = bound;
+        if (b != null) {
+          b.lostTerms.get(reason).increment();
+          if (reason == LossReason.SELF_FENCED) {
+            b.selfFenced.increment();
+          }
+        }
+      } finally {
+        binding.lock().unlock();
+      }
     }
   }
 
@@ -375,14 +330,9 @@ public final class LeaderMetrics implements MeterBinder, AutoCloseable {
     }
   }
 
-  private void warn(String method, RuntimeException e) {
-    log.warn("{} LeaderMetrics.{} failed; the loop goes on", context, method, e);
-  }
-
-  /** The registered meters. Immutable after construction. */
+  /** The registered meters (each also remembered by the binding). Immutable after construction. */
   private final class Bound {
     final MeterRegistry registry;
-    final List<Meter> meters = new ArrayList<>();
     final Counter acquisitions;
     final Map<AttemptResult, Counter> attempts = new EnumMap<>(AttemptResult.class);
     final LongTaskTimer termTimer;
@@ -393,75 +343,67 @@ public final class LeaderMetrics implements MeterBinder, AutoCloseable {
 
     Bound(MeterRegistry registry) {
       this.registry = registry;
-      try {
-        // One description for both series: Prometheus shows one HELP line per name.
-        add(
-            Gauge.builder(Names.LEADER, LeaderMetrics.this, LeaderMetrics::leaderValue)
-                .description(LEADER_DESCRIPTION)
-                .tags(tags)
-                .tag(Names.TAG_STATE, Names.STATE_LEADER)
-                .strongReference(true)
-                .register(registry));
-        add(
-            Gauge.builder(Names.LEADER, LeaderMetrics.this, LeaderMetrics::standbyValue)
-                .description(LEADER_DESCRIPTION)
-                .tags(tags)
-                .tag(Names.TAG_STATE, Names.STATE_STANDBY)
-                .strongReference(true)
-                .register(registry));
-        acquisitions =
+      // One description for both series: Prometheus shows one HELP line per name.
+      add(
+          Gauge.builder(Names.LEADER, LeaderMetrics.this, LeaderMetrics::leaderValue)
+              .description(LEADER_DESCRIPTION)
+              .tags(tags)
+              .tag(Names.TAG_STATE, Names.STATE_LEADER)
+              .strongReference(true)
+              .register(registry));
+      add(
+          Gauge.builder(Names.LEADER, LeaderMetrics.this, LeaderMetrics::standbyValue)
+              .description(LEADER_DESCRIPTION)
+              .tags(tags)
+              .tag(Names.TAG_STATE, Names.STATE_STANDBY)
+              .strongReference(true)
+              .register(registry));
+      acquisitions =
+          add(
+              Counter.builder(Names.ACQUISITIONS)
+                  .description("Terms started: times this candidate acquired the lock")
+                  .baseUnit(Names.UNIT_ACQUISITIONS)
+                  .tags(tags)
+                  .register(registry));
+      for (AttemptResult r : AttemptResult.values()) {
+        attempts.put(
+            r,
             add(
-                Counter.builder(Names.ACQUISITIONS)
-                    .description("Terms started: times this candidate acquired the lock")
-                    .baseUnit(Names.UNIT_ACQUISITIONS)
+                Counter.builder(Names.ATTEMPTS)
+                    .description("Standby attempts to take the lock, by result")
+                    .baseUnit(Names.UNIT_ATTEMPTS)
                     .tags(tags)
-                    .register(registry));
-        for (AttemptResult r : AttemptResult.values()) {
-          attempts.put(
-              r,
-              add(
-                  Counter.builder(Names.ATTEMPTS)
-                      .description("Standby attempts to take the lock, by result")
-                      .baseUnit(Names.UNIT_ATTEMPTS)
-                      .tags(tags)
-                      .tag(Names.TAG_RESULT, Texts.tagValue(r))
-                      .register(registry)));
-        }
-        termTimer =
+                    .tag(Names.TAG_RESULT, Texts.tagValue(r))
+                    .register(registry)));
+      }
+      termTimer =
+          add(
+              LongTaskTimer.builder(Names.TERM)
+                  .description("The current term: active while this candidate leads")
+                  .tags(tags)
+                  .register(registry));
+      refreshSuccess = add(refreshTimer(Names.OUTCOME_SUCCESS));
+      refreshFailure = add(refreshTimer(Names.OUTCOME_FAILURE));
+      for (LossReason r : LossReason.values()) {
+        lostTerms.put(
+            r,
             add(
-                LongTaskTimer.builder(Names.TERM)
-                    .description("The current term: active while this candidate leads")
-                    .tags(tags)
-                    .register(registry));
-        refreshSuccess = add(refreshTimer(Names.OUTCOME_SUCCESS));
-        refreshFailure = add(refreshTimer(Names.OUTCOME_FAILURE));
-        for (LossReason r : LossReason.values()) {
-          lostTerms.put(
-              r,
-              add(
-                  Counter.builder(Names.LOST_TERMS)
-                      .description("Terms that ended, by reason")
-                      .baseUnit(Names.UNIT_TERMS)
-                      .tags(tags)
-                      .tag(Names.TAG_REASON, Texts.tagValue(r))
-                      .register(registry)));
-        }
-        selfFenced =
-            add(
-                Counter.builder(Names.SELF_FENCED_TERMS)
-                    .description(
-                        "Terms this candidate ended itself because it could not prove its session"
-                            + " alive before its deadline")
+                Counter.builder(Names.LOST_TERMS)
+                    .description("Terms that ended, by reason")
                     .baseUnit(Names.UNIT_TERMS)
                     .tags(tags)
-                    .register(registry));
-      } catch (RuntimeException e) {
-        // Leave nothing half-registered behind.
-        for (Meter m : meters) {
-          registry.remove(m);
-        }
-        throw e;
+                    .tag(Names.TAG_REASON, Texts.tagValue(r))
+                    .register(registry)));
       }
+      selfFenced =
+          add(
+              Counter.builder(Names.SELF_FENCED_TERMS)
+                  .description(
+                      "Terms this candidate ended itself because it could not prove its session"
+                          + " alive before its deadline")
+                  .baseUnit(Names.UNIT_TERMS)
+                  .tags(tags)
+                  .register(registry));
     }
 
     private Timer refreshTimer(String outcome) {
@@ -473,8 +415,7 @@ public final class LeaderMetrics implements MeterBinder, AutoCloseable {
     }
 
     private <M extends Meter> M add(M meter) {
-      meters.add(meter);
-      return meter;
+      return binding.add(meter);
     }
   }
 

@@ -113,6 +113,28 @@ public final class Names {
 
   // ---------------------------------------------------------------- QueueStateMetrics
 
+  /**
+   * Counter: runs of one leader-only job ({@code @LeaderOnly} method or leader task) on this
+   * candidate, tags {@code lock}, {@code candidate}, {@code job}, {@code outcome=success|failure}.
+   * Only the leader runs a job, so summed over replicas it shows that exactly one ran it.
+   */
+  public static final String JOB_RUNS = "retsu.lock.job.runs";
+
+  /**
+   * Gauge: when the job last ran successfully on this candidate, seconds since the epoch; 0 before
+   * its first success here.
+   */
+  public static final String JOB_LAST_SUCCESS = "retsu.lock.job.last.success";
+
+  /** Timer: how long the job's runs took, tags as {@link #JOB_RUNS}. */
+  public static final String JOB_DURATION = "retsu.lock.job.duration";
+
+  /** Tag key: the job's name. */
+  public static final String TAG_JOB = "job";
+
+  /** Base unit of {@link #JOB_RUNS}. */
+  public static final String UNIT_RUNS = "runs";
+
   /** Gauge per {@link #TAG_QUEUE queue}: messages ready for delivery. */
   public static final String QUEUE_MESSAGES_READY = "queue.messages.ready";
 

@@ -4,6 +4,7 @@ import dev.retsu.lock.LeaderListener;
 import dev.retsu.lock.LeaderLoop;
 import dev.retsu.lock.LossReason;
 import dev.retsu.lock.Term;
+import dev.retsu.lock.micrometer.internal.ListenerBinding;
 import dev.retsu.lock.micrometer.internal.QueueCell;
 import dev.retsu.lock.micrometer.internal.QueueFolding;
 import dev.retsu.lock.micrometer.internal.Texts;
@@ -115,14 +116,12 @@ public final class QueueStateMetrics implements MeterBinder, AutoCloseable {
   private final Tags tags;
   private final Clock clock;
   private final String context;
-  private final LeaderListener listener = new Events();
-  private final ReentrantLock lock = new ReentrantLock();
+  private final ListenerBinding binding;
+  private final ReentrantLock lock;
 
-  // All guarded by lock.
-  private MeterRegistry registry;
+  // All guarded by lock (the binding's).
   private Term term;
   private Exported exported;
-  private boolean closed;
   private boolean warnedNoTerm;
 
   private QueueStateMetrics(Builder b) {
@@ -131,6 +130,13 @@ public final class QueueStateMetrics implements MeterBinder, AutoCloseable {
     this.tags = b.tags;
     this.clock = b.clock;
     this.context = b.loop.logPrefix();
+    this.binding =
+        new ListenerBinding(
+            "QueueStateMetrics",
+            context,
+            ListenerBinding.source(loop::addListener, loop::removeListener),
+            new Events());
+    this.lock = binding.lock();
   }
 
   /**
@@ -198,26 +204,9 @@ public final class QueueStateMetrics implements MeterBinder, AutoCloseable {
    */
   @Override
   public void bindTo(MeterRegistry registry) {
-    Objects.requireNonNull(registry, "registry");
-    lock.lock();
-    try {
-      if (closed) {
-        throw new IllegalStateException(context + " QueueStateMetrics is closed");
-      }
-      if (this.registry != null) {
-        throw new IllegalStateException(
-            context
-                + " QueueStateMetrics is bound to a registry already; use a"
-                + " CompositeMeterRegistry to export to several");
-      }
-      this.registry = registry;
-      // Subscribe first, then catch up: an event from now on waits for this lock, so a term read
-      // here is either still running or its onLost comes after this method, never before it.
-      loop.addListener(listener);
-      this.term = loop.currentTerm().orElse(null);
-    } finally {
-      lock.unlock();
-    }
+    // Registers nothing; a term read after the subscription is either still running or its
+    // onLost comes after this call.
+    binding.bind(registry, r -> {}, () -> term = loop.currentTerm().orElse(null));
   }
 
   /**
@@ -247,9 +236,10 @@ public final class QueueStateMetrics implements MeterBinder, AutoCloseable {
     QueueFolding.Result folded = QueueFolding.fold(snapshot.queues(), maxQueueSeries);
     lock.lock();
     try {
-      if (closed) {
+      if (binding.isClosed()) {
         return false;
       }
+      MeterRegistry registry = binding.registry();
       if (registry == null) {
         throw new IllegalStateException("call bindTo(registry) before record(snapshot)");
       }
@@ -306,68 +296,49 @@ public final class QueueStateMetrics implements MeterBinder, AutoCloseable {
    */
   @Override
   public void close() {
-    lock.lock();
-    try {
-      if (closed) {
-        return;
-      }
-      closed = true;
-      loop.removeListener(listener);
-      unexport("closed");
-      term = null;
-    } finally {
-      lock.unlock();
-    }
+    binding.close(
+        () -> {
+          unexport("closed");
+          term = null;
+        });
   }
 
   /** Test seam: the listener {@link #bindTo} subscribes, to feed it made-up events. */
   LeaderListener listenerForTests() {
-    return listener;
+    return binding.listener();
   }
 
-  /** The loop's events: a term starts and ends the export. Never throws into the loop. */
+  /** The loop's events: a term starts and ends the export; the binding logs what they throw. */
   private final class Events implements LeaderListener {
 
     @Override
     public void onAcquired(Term acquired) {
+      lock.lock();
       try {
-        lock.lock();
-        try {
-          if (closed || acquired.equals(term)) {
-            return; // closed, or already caught up with this term in bindTo
-          }
-          unexport("a new term started");
-          term = acquired;
-          warnedNoTerm = false;
-        } finally {
-          lock.unlock();
+        if (binding.isClosed() || acquired.equals(term)) {
+          return; // closed, or already caught up with this term in bindTo
         }
-      } catch (RuntimeException e) {
-        log.warn("{} QueueStateMetrics.onAcquired failed", context, e);
+        unexport("a new term started");
+        term = acquired;
+        warnedNoTerm = false;
+      } finally {
+        lock.unlock();
       }
     }
 
     @Override
     public void onRefreshFailed(Term failed, Duration duration, Throwable error) {
-      try {
-        recordFailure(error);
-      } catch (RuntimeException e) {
-        log.warn("{} QueueStateMetrics.onRefreshFailed failed", context, e);
-      }
+      recordFailure(error);
     }
 
     @Override
     public void onLost(Term lost, LossReason reason, Throwable cause) {
+      lock.lock();
       try {
-        lock.lock();
-        try {
-          unexport("term " + (lost == null ? "?" : lost.number()) + " ended (" + reason + ")");
-          term = null;
-        } finally {
-          lock.unlock();
-        }
-      } catch (RuntimeException e) {
-        log.warn("{} QueueStateMetrics.onLost failed", context, e);
+        unexport("term " + (lost == null ? "?" : lost.number()) + " ended (" + reason + ")");
+        term = null;
+      } finally {
+        lock.unlock();
       }
     }
   }

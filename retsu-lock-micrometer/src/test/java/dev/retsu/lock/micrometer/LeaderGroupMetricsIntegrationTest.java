@@ -70,7 +70,7 @@ class LeaderGroupMetricsIntegrationTest {
       assertThat(registry.getMeters()).hasSize(6 + dev.retsu.lock.LossReason.values().length);
       assertThatThrownBy(() -> metrics.bindTo(registry))
           .isInstanceOf(IllegalStateException.class)
-          .hasMessageContaining("bound already");
+          .hasMessageContaining("bound to a registry already");
     } finally {
       group.close();
     }

@@ -48,16 +48,6 @@ public final class ReadmeSnippets {
    */
   public static final Set<String> GIVENS = Set.of("dataSource", "registry");
 
-  /**
-   * The README's Spring Boot section, written before imports were shown. It moves to {@code
-   * docs/spring-boot.md}, whose blocks show their imports; until then its blocks are checked for
-   * their code only. Delete this exemption when the section leaves the README ({@code
-   * DocsSnippetsTest} in core fails then, to say so).
-   */
-  public static final String LEGACY_SECTION = "<!-- section:spring-boot -->";
-
-  private static final String LEGACY_END = "<!-- /section:spring-boot -->";
-
   private static final Pattern BLOCK =
       Pattern.compile(
           "<!-- snippet:([a-z0-9-]+/[a-z0-9-]+) -->\\s*```java\\n(.*?)```", Pattern.DOTALL);
@@ -175,7 +165,7 @@ public final class ReadmeSnippets {
                   + "\n--- test ---\n"
                   + region.code().strip());
         }
-        if (!b.legacy) {
+        {
           checkImports(where, b, region);
           Set<String> undeclared = new TreeSet<>(region.freeVariables());
           undeclared.removeAll(GIVENS);
@@ -268,14 +258,11 @@ public final class ReadmeSnippets {
     return out;
   }
 
-  /** One marked block of a page: its imports, its code, and whether it predates imports. */
-  private record Block(
-      String name, String text, List<String> imports, String code, boolean legacy) {}
+  /** One marked block of a page: its imports and its code. */
+  private record Block(String name, String text, List<String> imports, String code) {}
 
   private static List<Block> blocks(Path page) {
     String text = read(page);
-    int legacyFrom = text.indexOf(LEGACY_SECTION);
-    int legacyTo = text.indexOf(LEGACY_END);
     List<Block> out = new ArrayList<>();
     Matcher m = BLOCK.matcher(text);
     while (m.find()) {
@@ -291,14 +278,8 @@ public final class ReadmeSnippets {
         }
         codeFrom += line.length() + 1;
       }
-      boolean legacy = legacyFrom >= 0 && m.start() > legacyFrom && m.start() < legacyTo;
       out.add(
-          new Block(
-              m.group(1),
-              body,
-              imports,
-              body.substring(Math.min(codeFrom, body.length())),
-              legacy));
+          new Block(m.group(1), body, imports, body.substring(Math.min(codeFrom, body.length()))));
     }
     return out;
   }

@@ -137,20 +137,6 @@ class ReadmeSnippetsTest {
   }
 
   @Test
-  void theReadmesSpringBootSectionIsCheckedForItsCodeOnly() throws IOException {
-    String bare = FIRST.substring(FIRST.indexOf("List<Duration>"));
-    Path page =
-        page(
-            ReadmeSnippets.LEGACY_SECTION
-                + "\n"
-                + block("t/first", bare)
-                + "<!-- /section:spring-boot -->\n");
-    assertThat(ReadmeSnippets.verify(page, "t", source())).containsExactly("t/first");
-    assertThatThrownBy(() -> ReadmeSnippets.verify(page(block("t/first", bare)), "t", source()))
-        .hasMessageContaining("missing");
-  }
-
-  @Test
   void javaBlocksWithoutAMarkerAreCountedAndTargetAndHiddenDirectoriesAreNoPages()
       throws IOException {
     Path page = page(block("t/first", FIRST) + "```java\nint x = 1;\n```\n");

@@ -62,14 +62,14 @@ public class BootCollectorApplication {
   /** What an application.properties would hold; arguments and the environment override it. */
   static Map<String, Object> defaults() {
     Map<String, Object> p = new LinkedHashMap<>();
-    // snippet:boot/properties
+
     p.put("retsu.lock.leaders.queue-state.key.first", Schema.KEY_NAMESPACE); // 'RETS'
     p.put("retsu.lock.leaders.queue-state.key.second", 1); // the collector's key
     p.put("retsu.lock.leaders.queue-state.refresh-interval", "15s");
     p.put("retsu.lock.leaders.queue-state.retry-interval", "15s");
     p.put("management.endpoints.web.exposure.include", "health,info,prometheus,leaders");
     p.put("management.endpoint.health.show-details", "always");
-    // end-snippet
+
     p.put("spring.datasource.hikari.maximum-pool-size", 4);
     return p;
   }
@@ -102,7 +102,6 @@ public class BootCollectorApplication {
     };
   }
 
-  // snippet:boot/collector
   /**
    * Queue-state gauges that only the leader exports, on the leader's loop. A MeterBinder bean:
    * Spring Boot binds it to the registry.
@@ -122,8 +121,6 @@ public class BootCollectorApplication {
     };
   }
 
-  // end-snippet
-
   /**
    * Leader-only scheduled work, as Spring code writes it: a {@code @Scheduled} method marked
    * {@code @LeaderOnly}, using the leader's {@code JdbcTemplate} (the lock's own session). It
@@ -139,7 +136,6 @@ public class BootCollectorApplication {
       this.leaders = leaders;
     }
 
-    // snippet:boot/leader-only
     @Scheduled(fixedDelayString = "${examples.boot.work-interval:1s}")
     @LeaderOnly(LEADER)
     public void stamp() {
@@ -152,6 +148,5 @@ public class BootCollectorApplication {
                   + " FROM (SELECT clock_timestamp() AS s, pg_sleep(0.2)) w",
               leaders.get(LEADER).candidateId());
     }
-    // end-snippet
   }
 }

@@ -1,0 +1,39 @@
+package dev.retsu.lock.spring.boot;
+
+import static org.assertj.core.api.Assertions.assertThatCode;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.retsu.lock.spring.boot.internal.BootLine;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The start-up check of each Boot line's module: the right line passes, a wrong one names the fix.
+ */
+class BootLineTest {
+
+  @Test
+  void theWrongStarterFailsStartupWithTheOneLineFix() {
+    assertThatThrownBy(() -> BootLine.require(4, 0, "3.5.0"))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessage(
+            "retsu-lock-spring-boot4-starter is for Spring Boot 4.0 and later 4.x, but this"
+                + " application runs Spring Boot 3.5.0: use retsu-lock-spring-boot3-starter"
+                + " instead of retsu-lock-spring-boot4-starter (same version; with both starters"
+                + " on the class path, remove one)");
+    assertThatThrownBy(() -> BootLine.require(3, 5, "4.1.2"))
+        .hasMessageContaining(
+            "runs Spring Boot 4.1.2: use retsu-lock-spring-boot4-starter instead of"
+                + " retsu-lock-spring-boot3-starter");
+    assertThatThrownBy(() -> BootLine.require(3, 5, "3.4.9"))
+        .hasMessageContaining("runs Spring Boot 3.4.9: upgrade to Spring Boot 3.5 or later");
+    assertThatThrownBy(() -> BootLine.require(4, 0, null)).hasMessageContaining("Boot unknown");
+  }
+
+  @Test
+  void theRightLinePassesFromItsLeastMinorOn() {
+    assertThatCode(() -> BootLine.require(4, 0, "4.0.7")).doesNotThrowAnyException();
+    assertThatCode(() -> BootLine.require(4, 0, "4.1.2")).doesNotThrowAnyException();
+    assertThatCode(() -> BootLine.require(3, 5, "3.5.0")).doesNotThrowAnyException();
+    assertThatCode(() -> BootLine.require(3, 5, "3.5.7-SNAPSHOT")).doesNotThrowAnyException();
+  }
+}
