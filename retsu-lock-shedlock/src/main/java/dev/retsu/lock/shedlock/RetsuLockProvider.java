@@ -261,6 +261,10 @@ public final class RetsuLockProvider implements ExtensibleLockProvider, AutoClos
             "tcp_user_timeout",
             Long.toString(
                 keepaliveIdle.plus(keepaliveInterval.multipliedBy(keepaliveCount)).toMillis()))
+        // a backend busy in a statement whose client went away (the timer aborted the session
+        // under a task) notices it within this interval instead of when the statement ends
+        .sessionSetting(
+            "client_connection_check_interval", Long.toString(keepaliveInterval.toMillis()))
         .build();
   }
 
@@ -361,7 +365,9 @@ public final class RetsuLockProvider implements ExtensibleLockProvider, AutoClos
     /**
      * Sets the server's TCP keepalives on each held lock's session, so the server ends the session
      * of a holder whose host died or was cut off (and frees its lock) within {@code idle + interval
-     * x count}. Defaults to 5 s, 2 s and 3 (11 seconds).
+     * x count}, with {@code tcp_user_timeout} to match; {@code client_connection_check_interval} is
+     * set to {@code interval}, so a backend busy in a statement notices a client that went away
+     * within that interval. Defaults to 5 s, 2 s and 3 (11 seconds).
      *
      * @param idle whole seconds, at least 1
      * @param interval whole seconds, at least 1
