@@ -24,27 +24,11 @@ final class ShedLockTesting {
 
   /** How many sessions hold the (bigint) key right now, as pg_locks shows it. */
   static int holders(TestDatabase db, LockKey key) throws SQLException {
-    return db.queryInts(
-            "SELECT count(*)::int FROM pg_locks WHERE locktype = 'advisory' AND granted"
-                + " AND objsubid = 1 AND database ="
-                + " (SELECT oid FROM pg_database WHERE datname = current_database())"
-                + " AND classid = ((?::bigint >> 32) & 4294967295)::oid"
-                + " AND objid = (?::bigint & 4294967295)::oid",
-            key.value(),
-            key.value())
-        .get(0);
+    return db.advisoryKeyHolders(key.value()).size();
   }
 
   /** The backend pid holding the key, or -1. */
   static int holderPid(TestDatabase db, LockKey key) throws SQLException {
-    return db.queryInts(
-            "SELECT coalesce(max(pid), -1)::int FROM pg_locks WHERE locktype = 'advisory' AND"
-                + " granted AND objsubid = 1 AND database ="
-                + " (SELECT oid FROM pg_database WHERE datname = current_database())"
-                + " AND classid = ((?::bigint >> 32) & 4294967295)::oid"
-                + " AND objid = (?::bigint & 4294967295)::oid",
-            key.value(),
-            key.value())
-        .get(0);
+    return db.advisoryKeyHolders(key.value()).stream().findFirst().orElse(-1);
   }
 }
