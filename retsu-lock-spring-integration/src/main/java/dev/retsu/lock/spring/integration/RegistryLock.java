@@ -3,7 +3,6 @@ package dev.retsu.lock.spring.integration;
 import dev.retsu.lock.AdvisoryLock;
 import dev.retsu.lock.AdvisoryLockException;
 import dev.retsu.lock.AdvisoryLockLease;
-import dev.retsu.lock.LeadershipLostException;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -181,7 +180,9 @@ final class RegistryLock implements Lock {
     }
     try {
       l.verify();
-    } catch (LeadershipLostException e) {
+    } catch (AdvisoryLockException e) {
+      // lost (LeadershipLostException), or the check could not run on this session: a hold that
+      // cannot be proven is not one to act on
       throw lost(e);
     }
   }

@@ -45,7 +45,8 @@ class LeaderFailoverIntegrationTest {
           parent.stop();
           assertThat(here.revoked).hasValue(1);
           await().atMost(Duration.ofSeconds(10)).until(() -> next.logged("GRANTED next"));
-          next.process.destroy(); // SIGTERM: its shutdown hook revokes before releasing
+          // SIGTERM (through the handle: Process.destroy() would also close our end of its output)
+          next.process.toHandle().destroy(); // its shutdown hook revokes before releasing
           await().atMost(Duration.ofSeconds(10)).until(() -> next.logged("REVOKED next"));
         }
       } finally {

@@ -14,6 +14,8 @@ class Recorder extends DefaultCandidate implements LeaderEventPublisher {
   final AtomicInteger revokedEvents = new AtomicInteger();
   final AtomicInteger failedEvents = new AtomicInteger();
   volatile boolean leaderWhenRevoked;
+  volatile java.util.function.IntSupplier revokeProbe = () -> -1;
+  volatile int probedAtRevoke;
   volatile Context lastContext;
 
   Recorder(String id, String role) {
@@ -29,6 +31,7 @@ class Recorder extends DefaultCandidate implements LeaderEventPublisher {
   @Override
   public void onRevoked(Context ctx) {
     leaderWhenRevoked = ctx.isLeader();
+    probedAtRevoke = revokeProbe.getAsInt();
     revoked.incrementAndGet();
   }
 

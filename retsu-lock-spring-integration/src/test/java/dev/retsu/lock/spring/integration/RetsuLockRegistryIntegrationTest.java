@@ -3,6 +3,7 @@ package dev.retsu.lock.spring.integration;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertTimeout;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.retsu.lock.testing.PostgresExtension;
@@ -216,8 +217,7 @@ class RetsuLockRegistryIntegrationTest {
             });
     await().atMost(AWAIT).until(() -> db.clientSessions("retsu-lock:node-a") == 2);
     // a key held while another key of the same registry waits: released at once, on its own session
-    CompletableFuture<Void> released = CompletableFuture.runAsync(mine::unlock, threads);
-    released.get(5, TimeUnit.SECONDS);
+    assertTimeout(Duration.ofSeconds(5), mine::unlock);
     assertThat(waiting).isNotDone();
     assertThat(SpringIntegrationTesting.holderPid(db, nodeA.key("mine"))).isEqualTo(-1);
     heldElsewhere.unlock();
