@@ -114,7 +114,7 @@ class RetsuLockRegistryIntegrationTest {
 
     // Another node can take it at once; the holder learns at its next round trip.
     Lock b = nodeB.obtain("lost");
-    await().atMost(AWAIT).until(b::tryLock);
+    await().pollInSameThread().atMost(AWAIT).until(b::tryLock); // b is held by this thread
     assertThatThrownBy(a::tryLock).isInstanceOf(ConcurrentModificationException.class);
     assertThatThrownBy(() -> nodeA.renewLock("lost"))
         .isInstanceOf(ConcurrentModificationException.class);
