@@ -11,6 +11,8 @@ import dev.retsu.lock.LeadershipLostException;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.LossReason;
 import dev.retsu.lock.Term;
+import dev.retsu.lock.shedlock.RetsuLockProvider;
+import dev.retsu.lock.spring.integration.RetsuLeaderInitiator;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Clock;
@@ -23,6 +25,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
+import net.javacrumbs.shedlock.core.ExtensibleLockProvider;
 import net.javacrumbs.shedlock.core.LockConfiguration;
 import net.javacrumbs.shedlock.core.SimpleLock;
 import net.javacrumbs.shedlock.provider.jdbctemplate.JdbcTemplateLockProvider;
@@ -76,8 +79,10 @@ public final class CandidateMain {
     emit("START", spec.impl().name());
     switch (spec.impl()) {
       case RETSU -> runRetsu(spec);
-      case SHEDLOCK -> runShedLock(spec);
+      case SHEDLOCK -> runShedLock(spec, jdbcShedLock(spec), name -> "-");
+      case RETSU_SHEDLOCK -> runRetsuShedLock(spec);
       case SPRING -> runSpring(spec);
+      case RETSU_SPRING -> runRetsuSpring(spec);
       case RAW -> runRaw(spec);
     }
   }
@@ -237,15 +242,33 @@ public final class CandidateMain {
    * ShedLock's KeepAliveLockProvider does at half of lockAtMostFor) and counts as leader until its
    * last successful extension plus the ttl, measured from the start of that call.
    */
-  private static void runShedLock(CandidateSpec spec) throws InterruptedException {
-    HikariDataSource ds = pool(spec);
-    JdbcTemplateLockProvider provider =
-        new JdbcTemplateLockProvider(
-            JdbcTemplateLockProvider.Configuration.builder()
-                .withJdbcTemplate(new JdbcTemplate(ds))
-                .usingDbTime()
-                .withLockedByValue(spec.id())
-                .build());
+  private static ExtensibleLockProvider jdbcShedLock(CandidateSpec spec) {
+    return new JdbcTemplateLockProvider(
+        JdbcTemplateLockProvider.Configuration.builder()
+            .withJdbcTemplate(new JdbcTemplate(pool(spec)))
+            .usingDbTime()
+            .withLockedByValue(spec.id())
+            .build());
+  }
+
+  /**
+   * The same ShedLock leader on retsu-lock-shedlock's provider: a held lock is a session, so the
+   * ACQUIRED line names its backend pid (terminate ends that session only).
+   */
+  private static void runRetsuShedLock(CandidateSpec spec) throws InterruptedException {
+    RetsuLockProvider provider =
+        RetsuLockProvider.builder(pool(spec)).candidateId(spec.id()).build();
+    runShedLock(
+        spec,
+        provider,
+        name -> provider.lease(name).map(l -> Integer.toString(l.backendPid())).orElse("-"));
+  }
+
+  private static void runShedLock(
+      CandidateSpec spec,
+      ExtensibleLockProvider provider,
+      java.util.function.Function<String, String> pidOf)
+      throws InterruptedException {
     String name = "bench-" + spec.key();
     Duration ttl = spec.ttl();
     AtomicReference<SimpleLock> held = new AtomicReference<>();
@@ -269,7 +292,7 @@ public final class CandidateMain {
                   held.set(lock.get());
                   validUntilNanos.set(start + ttl.toNanos());
                 }
-                emit("ACQUIRED", "-");
+                emit("ACQUIRED", pidOf.apply(name));
                 emit("REFRESH", "");
               }
             } else {
@@ -337,7 +360,6 @@ public final class CandidateMain {
                     }
                   }
                   emit("EXIT", "STOPPED");
-                  ds.close();
                   done.countDown();
                 },
                 "retsu-lock-bench-shedlock-shutdown"));
@@ -384,46 +406,128 @@ public final class CandidateMain {
     }
     initiator.start();
     emit("READY", "");
+    ScheduledExecutorService ticker = refreshWhile(spec, granted::get, "spring");
+    awaitShutdown(
+        "spring",
+        () -> {
+          ticker.shutdownNow();
+          boolean leading = granted.get();
+          initiator.stop();
+          // stop() only interrupts the selector thread, which then deletes the lock row
+          // and calls onRevoked; keep the pool open until it has done so
+          long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+          while (leading && granted.get() && System.nanoTime() - deadline < 0) {
+            try {
+              Thread.sleep(5);
+            } catch (InterruptedException e) {
+              Thread.currentThread().interrupt();
+              break;
+            }
+          }
+          if (granted.getAndSet(false)) {
+            emit("LOST", "CLOSED");
+          }
+          emit("EXIT", "STOPPED");
+          ds.close();
+        });
+  }
+
+  /** Prints REFRESH every refresh interval while {@code leading} says so. */
+  private static ScheduledExecutorService refreshWhile(
+      CandidateSpec spec, java.util.function.BooleanSupplier leading, String name) {
     ScheduledExecutorService ticker =
         Executors.newSingleThreadScheduledExecutor(
-            r -> named(r, "retsu-lock-bench-spring-refresh"));
+            r -> named(r, "retsu-lock-bench-" + name + "-refresh"));
     ticker.scheduleWithFixedDelay(
         () -> {
-          if (granted.get()) {
+          if (leading.getAsBoolean()) {
             emit("REFRESH", "");
           }
         },
         spec.refresh().toMillis(),
         spec.refresh().toMillis(),
         TimeUnit.MILLISECONDS);
+    return ticker;
+  }
+
+  /** Runs {@code stop} on SIGTERM and blocks the main thread until it has run. */
+  private static void awaitShutdown(String name, Runnable stop) throws InterruptedException {
     CountDownLatch done = new CountDownLatch(1);
     Runtime.getRuntime()
         .addShutdownHook(
             new Thread(
                 () -> {
-                  ticker.shutdownNow();
-                  boolean leading = granted.get();
-                  initiator.stop();
-                  // stop() only interrupts the selector thread, which then deletes the lock row
-                  // and calls onRevoked; keep the pool open until it has done so
-                  long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-                  while (leading && granted.get() && System.nanoTime() - deadline < 0) {
-                    try {
-                      Thread.sleep(5);
-                    } catch (InterruptedException e) {
-                      Thread.currentThread().interrupt();
-                      break;
-                    }
-                  }
-                  if (granted.getAndSet(false)) {
-                    emit("LOST", "CLOSED");
-                  }
-                  emit("EXIT", "STOPPED");
-                  ds.close();
+                  stop.run();
                   done.countDown();
                 },
-                "retsu-lock-bench-spring-shutdown"));
+                "retsu-lock-bench-" + name + "-shutdown"));
     done.await();
+  }
+
+  /**
+   * retsu-lock-spring-integration's {@link RetsuLeaderInitiator} in place of Spring's initiator,
+   * everything else as {@link #runSpring}: granted leaders refresh every refresh interval while
+   * they hold the role. Safety knobs at core's defaults; retry interval from the spec.
+   */
+  private static void runRetsuSpring(CandidateSpec spec) throws InterruptedException {
+    HikariDataSource ds = pool(spec);
+    AtomicBoolean granted = new AtomicBoolean();
+    AtomicReference<RetsuLeaderInitiator> self = new AtomicReference<>();
+    DefaultCandidate candidate =
+        new DefaultCandidate(spec.id(), "bench-" + spec.key()) {
+          @Override
+          public void onGranted(Context ctx) {
+            granted.set(true);
+            emit(
+                "ACQUIRED",
+                self.get().currentTerm().map(t -> Integer.toString(t.backendPid())).orElse("-"));
+            emit("REFRESH", "");
+          }
+
+          @Override
+          public void onRevoked(Context ctx) {
+            if (granted.getAndSet(false)) {
+              emit("LOST", "REVOKED");
+            }
+          }
+        };
+    AtomicBoolean ready = new AtomicBoolean();
+    RetsuLeaderInitiator initiator =
+        RetsuLeaderInitiator.builder(ds, candidate)
+            .retryInterval(spec.retry())
+            .loop(
+                b -> {
+                  RetsuTakeover.apply(b, spec.mode());
+                  b.listener(
+                      new LeaderListener() {
+                        @Override
+                        public void onAttempt(
+                            AttemptResult result, Duration duration, Throwable error) {
+                          if (ready.compareAndSet(false, true)) {
+                            emit("READY", "");
+                          }
+                        }
+
+                        @Override
+                        public void onAcquired(Term term) {
+                          emitAt("TOKEN", micros(term.start()), "");
+                        }
+                      });
+                })
+            .build();
+    self.set(initiator);
+    initiator.start();
+    ScheduledExecutorService ticker =
+        refreshWhile(
+            spec, () -> granted.get() && initiator.getContext().isLeader(), "retsu-spring");
+    awaitShutdown(
+        "retsu-spring",
+        () -> {
+          ticker.shutdownNow();
+          initiator.destroy(); // revokes (LOST REVOKED) before the lock is released
+          emit("EXIT", "STOPPED");
+          ds.close();
+        });
   }
 
   private static Thread named(Runnable r, String name) {

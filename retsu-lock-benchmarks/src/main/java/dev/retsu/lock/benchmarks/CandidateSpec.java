@@ -48,7 +48,11 @@ record CandidateSpec(
   enum Impl {
     RETSU,
     SHEDLOCK,
+    /** ShedLock with retsu-lock-shedlock's provider. */
+    RETSU_SHEDLOCK,
     SPRING,
+    /** Spring Integration with retsu-lock-spring-integration's leader initiator. */
+    RETSU_SPRING,
     /** A plain session blocked in pg_advisory_lock: the physical limit of takeover. */
     RAW
   }

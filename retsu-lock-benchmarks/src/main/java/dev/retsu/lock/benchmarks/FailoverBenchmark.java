@@ -271,7 +271,8 @@ final class FailoverBenchmark {
     if (config.template().impl() == CandidateSpec.Impl.RETSU || !leader.leading()) {
       return false;
     }
-    if (config.template().impl() == CandidateSpec.Impl.SHEDLOCK
+    CandidateSpec.Impl impl = config.template().impl();
+    if ((impl == CandidateSpec.Impl.SHEDLOCK || impl == CandidateSpec.Impl.RETSU_SHEDLOCK)
         && leader.events().stream()
             .anyMatch(e -> e.type().equals("REFRESH") && e.micros() > fault)) {
       return true;

@@ -5,7 +5,7 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.retsu.lock.AdvisoryLock;
 import dev.retsu.lock.AdvisoryLockLease;
 import dev.retsu.lock.LockKey;
-import dev.retsu.lock.internal.PgSession;
+import dev.retsu.lock.internal.session.PgSession;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;

@@ -152,6 +152,34 @@ record Profile(
             reps,
             "heartBeat 1 s, TTL 3 s",
             Duration.ofSeconds(30)));
+    // the adapters: the same leader harnesses on retsu-lock-shedlock and
+    // retsu-lock-spring-integration
+    c.add(
+        peer(
+            "retsu-shedlock-1s",
+            Impl.RETSU_SHEDLOCK,
+            "retsu-lock-shedlock " + versionsRetsu + " (ShedLock " + shedlock + ")",
+            one,
+            Duration.ofSeconds(3),
+            null,
+            reps,
+            "task every 1 s, lockAtMostFor 3 s (extended every 1 s); server keepalives 5+2x3 s",
+            Duration.ofSeconds(30)));
+    c.add(
+        peer(
+            "retsu-spring-1s",
+            Impl.RETSU_SPRING,
+            "retsu-lock-spring-integration "
+                + versionsRetsu
+                + " (Spring Integration "
+                + spring
+                + ")",
+            one,
+            null,
+            null,
+            reps,
+            "RetsuLeaderInitiator, POLL retry 1 s; safety knobs at core's defaults",
+            Duration.ofSeconds(45)));
     if (defaultReps > 0) {
       c.add(
           retsu(

@@ -129,6 +129,24 @@ public final class TestDatabase implements AutoCloseable {
   }
 
   /**
+   * Returns the backend pids that hold one {@code bigint} advisory key in this database right now
+   * (the server's view, read on a separate session).
+   *
+   * @param key the key, as passed to {@code pg_advisory_lock(bigint)}
+   * @return pids: empty when nobody holds it, one when a session does
+   * @throws SQLException on a database error
+   */
+  public List<Integer> advisoryKeyHolders(long key) throws SQLException {
+    return queryInts(
+        "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1"
+            + " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+            + " AND classid = ((?::bigint >> 32) & 4294967295)::oid"
+            + " AND objid = (?::bigint & 4294967295)::oid",
+        key,
+        key);
+  }
+
+  /**
    * Returns how many advisory locks a backend holds in this database.
    *
    * @param pid the backend pid
