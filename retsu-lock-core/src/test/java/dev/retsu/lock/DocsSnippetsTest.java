@@ -27,7 +27,9 @@ class DocsSnippetsTest {
           "core", "core DocsSnippetsTest",
           "micrometer", "micrometer DocsSnippetsTest",
           "examples", "examples DocsSnippetsTest",
-          "boot", "examples BootReadmeSnippetsTest");
+          "boot", "examples SpringBootPageSnippetsTest",
+          "shedlock", "shedlock ReportJobIntegrationTest",
+          "spring-integration", "spring-integration DocsSnippetsIntegrationTest");
 
   @Test
   void coreSnippetsAreTheCodeThatTheIntegrationTestsRun() {

@@ -77,6 +77,10 @@ class TermProtocolTest {
     final List<TermState> terms = new ArrayList<>();
 
     Fixture(Shape shape, LeaderTask task) {
+      this(shape, task, true);
+    }
+
+    Fixture(Shape shape, LeaderTask task, boolean announce) {
       int pid = ++pids;
       session = new StubSession(log, pid, time, HEARTBEAT, SELF_FENCE);
       TermOptions options =
@@ -112,7 +116,9 @@ class TermProtocolTest {
             worker.begin(
                 new Term(1, k, "unit", time.now(), new FencingToken(1, 1_000 + pid), pid)));
       }
-      terms.forEach(worker::announce);
+      if (announce) {
+        terms.forEach(worker::announce);
+      }
       watchdog.watch(worker);
       Thread t = new Thread(() -> worker.run(task), "retsu-lock-test-worker-" + pid);
       threads.add(t);
@@ -189,20 +195,25 @@ class TermProtocolTest {
   @ParameterizedTest
   @EnumSource(Shape.class)
   void onLostComesExactlyOnceAndOnlyAfterOnAcquired(Shape shape) throws Exception {
+    if (threads.isEmpty()) {
+      watchdog.begin();
+    }
+    Fixture silent = new Fixture(shape, ctx -> {}, false); // never announced
+    silent.terms.forEach(t -> silent.worker.endTerm(t, LossReason.CLOSED, null));
     Fixture f = start(shape, ctx -> {});
-    TermState unannounced =
-        f.worker.begin(
-            new Term(9, LockKey.of(999_999L), "unit", time.now(), new FencingToken(1, 1), 1));
-    f.worker.endTerm(unannounced, LossReason.CLOSED, null);
     TermState first = f.terms.get(0);
     f.worker.endTerm(first, LossReason.LOCK_NOT_HELD, null);
     f.worker.endTerm(first, LossReason.CLOSED, null); // a term ends once
     await().atMost(WITHIN).until(() -> heard.lossReasons().size() >= 1);
     f.worker.close();
+    silent.worker.close();
 
     assertThat(heard.of("lost").get(0).term()).isEqualTo(first.term());
     assertThat(heard.lossReasons()).first().isEqualTo(LossReason.LOCK_NOT_HELD);
-    assertThat(heard.events).noneMatch(e -> e.term() != null && e.term().key().value() == 999_999L);
+    assertThat(heard.events)
+        .as("no onLost without onAcquired")
+        .noneMatch(e -> silent.terms.stream().anyMatch(t -> t.term().equals(e.term())));
+    assertThat(silent.session.isOpen()).as("its keys were released all the same").isFalse();
     // per term: onAcquired before anything, onLost once and last
     for (TermState t : f.terms) {
       List<String> kinds =

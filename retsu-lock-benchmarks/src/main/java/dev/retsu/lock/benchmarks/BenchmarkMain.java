@@ -27,7 +27,7 @@ import org.openjdk.jmh.runner.options.VerboseMode;
  * The benchmark command line.
  *
  * <pre>
- * java -jar retsu-lock-benchmarks.jar [all|failover|idle|scale|proof|jmh|smoke] [--out DIR]
+ * java -jar retsu-lock-benchmarks.jar [all|failover|idle|scale|proof|handoff|jmh|smoke] [--out DIR]
  *     [--reps N] [--default-reps N] [--only NAME,NAME] [--scenarios close,kill,terminate,partition,pause]
  *     [--scale-keys N,N]
  * java -jar retsu-lock-benchmarks.jar group [--out DIR] [--group-keys N] [--group-members N,N]
@@ -50,6 +50,7 @@ public final class BenchmarkMain {
     IDLE,
     SCALE,
     PROOF,
+    HANDOFF,
     JMH
   }
 
@@ -90,10 +91,11 @@ public final class BenchmarkMain {
           case "idle" -> EnumSet.of(Part.IDLE);
           case "scale" -> EnumSet.of(Part.SCALE);
           case "proof" -> EnumSet.of(Part.PROOF);
+          case "handoff" -> EnumSet.of(Part.HANDOFF);
           case "jmh" -> EnumSet.of(Part.JMH);
           default ->
               throw new IllegalArgumentException(
-                  "command must be all, failover, idle, scale, proof, jmh or smoke, but was "
+                  "command must be all, failover, idle, scale, proof, handoff, jmh or smoke, but was "
                       + command);
         };
     Path out = defaultOut();
@@ -185,6 +187,11 @@ public final class BenchmarkMain {
       if (parts.contains(Part.PROOF)) {
         int[] locks = profile.smoke() ? new int[] {0, 1000} : new int[] {0, 1000, 10000, 50000};
         report.proof(new ProofCostBenchmark(env).run(locks, profile.smoke() ? 200 : 2000));
+        report.write(out);
+      }
+      if (parts.contains(Part.HANDOFF)) {
+        Progress.log("hand-off: work on the leader's session from another thread");
+        report.handOff(new HandOffBenchmark(env).run(profile.smoke() ? 20 : 200));
         report.write(out);
       }
       if (parts.contains(Part.JMH)) {

@@ -33,6 +33,7 @@ final class Report {
   private final List<ScaleBenchmark.Result> scale = new ArrayList<>();
   private final List<RunResult> jmh = new ArrayList<>();
   private final List<ProofCostBenchmark.Result> proof = new ArrayList<>();
+  private final List<HandOffBenchmark.Result> handOff = new ArrayList<>();
 
   Report(Profile profile, Properties versions) {
     this.profile = profile;
@@ -67,6 +68,10 @@ final class Report {
 
   void proof(List<ProofCostBenchmark.Result> results) {
     proof.addAll(results);
+  }
+
+  void handOff(List<HandOffBenchmark.Result> results) {
+    handOff.addAll(results);
   }
 
   void jmh(List<RunResult> results) {
@@ -327,6 +332,25 @@ final class Report {
                 r.n(),
                 r.p50Nanos() / 1e3,
                 r.p99Nanos() / 1e3));
+      }
+    }
+    if (!handOff.isEmpty()) {
+      md.append("\n## Another thread on the leader's session, and ensureLeader()\n\n");
+      md.append(
+          "A loop with the defaults, idle between refreshes; the baseline is the same statement"
+              + " on a plain connection in the same run.\n\n"
+              + "| operation | n | p50 (µs) | p99 (µs) | max (µs) |\n"
+              + "| --- | --- | --- | --- | --- |\n");
+      for (HandOffBenchmark.Result r : handOff) {
+        md.append(
+            String.format(
+                Locale.ROOT,
+                "| %s | %d | %.0f | %.0f | %.0f |%n",
+                r.operation(),
+                r.n(),
+                r.p50Nanos() / 1e3,
+                r.p99Nanos() / 1e3,
+                r.maxNanos() / 1e3));
       }
     }
     if (!jmh.isEmpty()) {
