@@ -4,7 +4,6 @@ import dev.retsu.lock.internal.Checks;
 import dev.retsu.lock.internal.group.GroupSettings;
 import dev.retsu.lock.internal.group.Membership;
 import dev.retsu.lock.internal.session.SessionOpener;
-import dev.retsu.lock.internal.session.SessionTerminator;
 import dev.retsu.lock.internal.term.TermOptions;
 import java.time.Duration;
 import java.util.List;
@@ -106,21 +105,10 @@ public final class LeaderGroupBuilder extends TermOptionsBuilder<LeaderGroupBuil
    * @throws IllegalStateException when options contradict each other (the message says which)
    */
   public LeaderGroup build() {
-    String id = candidateId != null ? candidateId : AdvisoryLock.defaultCandidateId();
+    String id = id();
     TermOptions term = termOptions(id);
     SessionOpener.Spec spec =
-        new SessionOpener.Spec(
-            dataSource,
-            new Membership(name).groupKey(),
-            id,
-            "[group=" + name + ", candidate=" + id + "]",
-            AdvisoryLock.applicationName(id),
-            term.bounds().sessionSettings(),
-            roundTripTimeout,
-            heartbeatInterval,
-            selfFenceAfter,
-            time);
-    SessionTerminator.prepare(dataSource);
+        spec(new Membership(name).groupKey(), "[group=" + name + ", candidate=" + id + "]", term);
     return new LeaderGroup(
         new GroupSettings(
             term, spec, name, keys, sessions, batchSize, membershipInterval, reconnectInterval));

@@ -4,7 +4,6 @@ import dev.retsu.lock.internal.Checks;
 import dev.retsu.lock.internal.Diagnostics;
 import dev.retsu.lock.internal.loop.LoopSettings;
 import dev.retsu.lock.internal.session.SessionOpener;
-import dev.retsu.lock.internal.session.SessionTerminator;
 import dev.retsu.lock.internal.term.TermOptions;
 import java.time.Duration;
 import java.util.Objects;
@@ -147,21 +146,9 @@ public final class LeaderLoopBuilder extends TermOptionsBuilder<LeaderLoopBuilde
 
   /** The validated settings {@link #build()} makes a loop from; unit tests read them directly. */
   LoopSettings settings() {
-    String id = candidateId != null ? candidateId : AdvisoryLock.defaultCandidateId();
+    String id = id();
     TermOptions term = termOptions(id);
-    SessionOpener.Spec spec =
-        new SessionOpener.Spec(
-            dataSource,
-            key,
-            id,
-            Diagnostics.context(key, id),
-            AdvisoryLock.applicationName(id),
-            term.bounds().sessionSettings(),
-            roundTripTimeout,
-            heartbeatInterval,
-            selfFenceAfter,
-            time);
-    SessionTerminator.prepare(dataSource); // no reflection later, when a release must be quick
+    SessionOpener.Spec spec = spec(key, Diagnostics.context(key, id), term);
     return new LoopSettings(
         term, spec, retryInterval, retryJitter, failurePolicy, maxBackoff, takeover, waitTimeout);
   }

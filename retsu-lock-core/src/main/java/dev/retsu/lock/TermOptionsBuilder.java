@@ -3,6 +3,8 @@ package dev.retsu.lock;
 import dev.retsu.lock.internal.Checks;
 import dev.retsu.lock.internal.TimeSource;
 import dev.retsu.lock.internal.session.ServerBounds;
+import dev.retsu.lock.internal.session.SessionOpener;
+import dev.retsu.lock.internal.session.SessionTerminator;
 import dev.retsu.lock.internal.term.TermOptions;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -237,6 +239,31 @@ public abstract class TermOptionsBuilder<B extends TermOptionsBuilder<B>> {
   /** The server-side bounds these options give a session. */
   ServerBounds bounds() {
     return new ServerBounds(keepaliveIdle, keepaliveInterval, keepaliveCount, idleSessionTimeout);
+  }
+
+  /** This candidate's id: the one set, or host, pid and a random suffix. */
+  String id() {
+    return candidateId != null ? candidateId : AdvisoryLock.defaultCandidateId();
+  }
+
+  /**
+   * How the recipe's sessions are opened: on {@code key} (a group's membership key stands for the
+   * group), with the server-side bounds of {@code term}. Looks up the data source's eviction now,
+   * so that no reflection runs later, when a release must be quick.
+   */
+  SessionOpener.Spec spec(LockKey key, String context, TermOptions term) {
+    SessionTerminator.prepare(dataSource);
+    return new SessionOpener.Spec(
+        dataSource,
+        key,
+        term.candidateId(),
+        context,
+        AdvisoryLock.applicationName(term.candidateId()),
+        term.bounds().sessionSettings(),
+        roundTripTimeout,
+        heartbeatInterval,
+        selfFenceAfter,
+        time);
   }
 
   /** The validated shared options, for the candidate {@code id}. */
