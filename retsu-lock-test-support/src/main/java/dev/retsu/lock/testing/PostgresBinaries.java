@@ -1,6 +1,5 @@
 package dev.retsu.lock.testing;
 
-import io.zonky.test.db.postgres.embedded.DefaultPostgresBinaryResolver;
 import java.io.BufferedInputStream;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
@@ -16,8 +15,10 @@ import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.HexFormat;
+import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
 import java.util.Properties;
@@ -29,9 +30,11 @@ import org.slf4j.LoggerFactory;
 import org.tukaani.xz.XZInputStream;
 
 /**
- * Finds PostgreSQL server binaries: the archive that zonky's binary jars ship for this platform,
- * unpacked once per machine into the temporary directory (shared safely between JVMs), or a
- * directory of installed binaries such as {@code /usr/lib/postgresql/15/bin}.
+ * Finds PostgreSQL server binaries: the archive that zonky's binary jars ship for this platform
+ * (read from the class path directly: zonky's own resolver leaves a shell script in the temporary
+ * directory of every JVM that exits without running its shutdown hooks), unpacked once per machine
+ * into the temporary directory (shared safely between JVMs), or a directory of installed binaries
+ * such as {@code /usr/lib/postgresql/15/bin}.
  */
 final class PostgresBinaries {
 
@@ -78,17 +81,46 @@ final class PostgresBinaries {
   private static byte[] readArchive() {
     String os = System.getProperty("os.name");
     String arch = System.getProperty("os.arch");
-    String lower = os.toLowerCase(Locale.ROOT);
-    String system = lower.contains("mac") ? "Darwin" : lower.contains("win") ? "Windows" : "Linux";
-    String machine = "amd64".equals(arch) ? "x86_64" : arch;
-    try (InputStream in = DefaultPostgresBinaryResolver.INSTANCE.getPgBinary(system, machine)) {
-      return in.readAllBytes();
-    } catch (IllegalStateException e) {
-      throw new IllegalStateException(missingBinariesMessage(os, arch), e);
-    } catch (IOException e) {
-      throw new UncheckedIOException(
-          "cannot read the embedded PostgreSQL binaries for " + system + "/" + machine, e);
+    boolean alpine = Files.exists(Path.of("/etc/alpine-release"));
+    for (String name : archiveNames(os, arch, alpine)) {
+      try (InputStream in = PostgresBinaries.class.getClassLoader().getResourceAsStream(name)) {
+        if (in != null) {
+          LOG.debug("Embedded PostgreSQL binaries: {}", name);
+          return in.readAllBytes();
+        }
+      } catch (IOException e) {
+        throw new UncheckedIOException("cannot read the embedded PostgreSQL binaries " + name, e);
+      }
     }
+    throw new IllegalStateException(missingBinariesMessage(os, arch));
+  }
+
+  /**
+   * The class-path names of the archives zonky's binary jars ship for a platform, best first: on
+   * Alpine its musl build, then the glibc one; on macOS arm64 the x86_64 build after the native
+   * one, which Rosetta runs (as zonky's own resolver does).
+   */
+  static List<String> archiveNames(String osName, String osArch, boolean alpine) {
+    String lower = osName.toLowerCase(Locale.ROOT);
+    String os = lower.contains("mac") ? "darwin" : lower.contains("win") ? "windows" : "linux";
+    String a = osArch.toLowerCase(Locale.ROOT);
+    String arch =
+        switch (a) {
+          case "amd64", "x86_64" -> "x86_64";
+          case "aarch64", "arm64" -> "arm_64";
+          case "x86", "i386", "i686" -> "x86_32";
+          case "ppc64le" -> "ppcle_64";
+          default -> a;
+        };
+    List<String> names = new ArrayList<>();
+    if (os.equals("linux") && alpine) {
+      names.add("postgres-linux-" + arch + "-alpine_linux.txz");
+    }
+    names.add("postgres-" + os + "-" + arch + ".txz");
+    if (os.equals("darwin") && arch.equals("arm_64")) {
+      names.add("postgres-darwin-x86_64.txz");
+    }
+    return names;
   }
 
   /**

