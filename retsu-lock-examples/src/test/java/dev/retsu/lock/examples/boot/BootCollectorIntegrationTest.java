@@ -7,6 +7,7 @@ import dev.retsu.lock.examples.http.ManagementServer;
 import dev.retsu.lock.testing.ChildJvm;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -15,6 +16,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The Spring Boot collector as separate JVMs against the real PostgreSQL: one leads, {@code
@@ -28,15 +30,15 @@ class BootCollectorIntegrationTest {
   private static final Pattern BACKEND_PID = Pattern.compile("\"pid\":(\\d+)");
 
   @Test
-  void oneLeadsBothUpGaugesOnTheLeaderOnlyAndBothFailoversHandOverWithoutOverlap(TestDatabase db)
-      throws Exception {
+  void oneLeadsBothUpGaugesOnTheLeaderOnlyAndBothFailoversHandOverWithoutOverlap(
+      TestDatabase db, @TempDir Path tmp) throws Exception {
     List<BootProcess> all = new ArrayList<>();
     try {
-      BootProcess a = BootProcess.start(db, "boot-a", "poll");
+      BootProcess a = BootProcess.start(db, tmp, "boot-a", "poll");
       all.add(a);
       await().atMost(Duration.ofSeconds(90)).until(() -> a.role().equals("leader"));
       db.execute("INSERT INTO retsu_queue_message (queue, state) VALUES ('orders', 'ready')");
-      BootProcess b = BootProcess.start(db, "boot-b", "poll");
+      BootProcess b = BootProcess.start(db, tmp, "boot-b", "poll");
       all.add(b);
       await().atMost(Duration.ofSeconds(90)).until(() -> b.role().equals("standby"));
 
@@ -71,7 +73,7 @@ class BootCollectorIntegrationTest {
       await().atMost(Duration.ofSeconds(30)).until(() -> stamps(db, "boot-b") >= 2);
 
       // pg_terminate_backend of the leader's session: a WAIT standby takes over at once.
-      BootProcess c = BootProcess.start(db, "boot-c", "wait");
+      BootProcess c = BootProcess.start(db, tmp, "boot-c", "wait");
       all.add(c);
       await().atMost(Duration.ofSeconds(90)).until(() -> c.role().equals("standby"));
       int pid = leaderPid(b);
@@ -116,12 +118,21 @@ class BootCollectorIntegrationTest {
       this.port = port;
     }
 
-    static BootProcess start(TestDatabase db, String name, String takeover) {
+    /**
+     * Starts one collector. Its temporary directory is {@code tmp}: embedded Tomcat's work folders
+     * ({@code tomcat.*}, {@code tomcat-docbase.*}) are deleted only on a normal exit, and most of
+     * these JVMs end killed.
+     */
+    static BootProcess start(TestDatabase db, Path tmp, String name, String takeover) {
       int port = freePort();
       ProcessBuilder pb =
           new ProcessBuilder(
               javaCommand(
-                  List.of("-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"),
+                  List.of(
+                      "-Xmx192m",
+                      "-XX:+UseSerialGC",
+                      "-XX:TieredStopAtLevel=1",
+                      "-Djava.io.tmpdir=" + tmp),
                   BootCollectorApplication.class,
                   List.of(
                       "--server.port=" + port,
