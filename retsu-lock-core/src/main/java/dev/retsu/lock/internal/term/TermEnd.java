@@ -123,12 +123,12 @@ abstract class TermEnd implements Session.Listener {
    * listeners are told and the session aborted right here; otherwise the worker finishes.
    */
   public void endSession(LossReason why, Throwable error, boolean abortNow) {
-    if (endReason.compareAndSet(null, why)) {
+    boolean first = endReason.compareAndSet(null, why);
+    if (first) {
       endCause = error;
       for (TermState t : terms.values()) {
         t.claim(why, error);
       }
-      interruptTask();
       if (policy == ReleasePolicy.UNLOCK_KEY && why != LossReason.CLOSED) {
         LOG.warn(
             "{} Session of backend pid {} ended ({}), ending the terms of its {} keys{}",
@@ -140,8 +140,15 @@ abstract class TermEnd implements Session.Listener {
       }
     }
     if (abortNow) {
+      // Self-fencing: listeners told and the session aborted here, before the task is
+      // interrupted, so an interrupted worker cannot race to a graceful end that writes to a
+      // session that may be partitioned.
       finishSession(true);
-    } else {
+    }
+    if (first) {
+      interruptTask();
+    }
+    if (!abortNow) {
       wake();
     }
   }
