@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 
 import dev.retsu.lock.internal.loop.LockWaiter;
 import dev.retsu.lock.internal.session.KeySql;
+import dev.retsu.lock.testing.FaultProxy;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
 import java.sql.Connection;
@@ -27,6 +28,7 @@ import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.postgresql.ds.PGSimpleDataSource;
 
 /**
  * Invariant 5, at most one acting leader, struck where it hurts: while the leader's task runs. Each
@@ -101,6 +103,59 @@ class ActingLeaderIntegrationTest {
             e ->
                 assertThat(((LeadershipLostException) e).reason())
                     .isEqualTo(LossReason.SESSION_LOST));
+  }
+
+  /**
+   * A reset with no message before it (a proxy or pooler that dropped the link) is what only a read
+   * of the socket sees: {@code ensureLeader()} does not read, so the watchdog does while the task
+   * works outside the session. The heartbeat here is 2 s and the deadline 8 s, so the term ends
+   * within the bound below only because of that read.
+   */
+  @Test
+  void aResetWithNoMessageEndsTheTermWhileTheTaskWorksOutsideTheSession(TestDatabase db)
+      throws Exception {
+    LockKey key = TestKeys.next();
+    FaultProxy proxy = FaultProxy.inFrontOf(db.jdbcUrl());
+    try (proxy) {
+      PGSimpleDataSource viaProxy = db.dataSource();
+      viaProxy.setUrl(proxy.rewrite(db.jdbcUrl()));
+      CountDownLatch inTask = new CountDownLatch(1);
+      AtomicReference<Throwable> checkResult = new AtomicReference<>();
+      AtomicLong lastPass = new AtomicLong();
+      LeaderLoop a =
+          track(
+              LeaderLoop.builder(viaProxy, key)
+                  .candidateId("reset")
+                  .refreshInterval(Duration.ofMinutes(1))
+                  .refreshTimeout(Duration.ofMinutes(1))
+                  .build());
+      a.start(
+          ctx -> {
+            if (inTask.getCount() == 0) {
+              return;
+            }
+            inTask.countDown();
+            try {
+              while (true) {
+                ctx.ensureLeader(); // then work outside the database, ignoring interrupts
+                lastPass.set(System.nanoTime());
+                LockSupport.parkNanos(200_000L);
+              }
+            } catch (LeadershipLostException e) {
+              checkResult.set(e);
+            }
+          });
+      assertThat(inTask.await(20, TimeUnit.SECONDS)).isTrue();
+      proxy.resetAll();
+      long resetAt = System.nanoTime();
+      await().atMost(Duration.ofMillis(1500)).until(() -> checkResult.get() != null);
+      assertThat(((LeadershipLostException) checkResult.get()).reason())
+          .isEqualTo(LossReason.SESSION_LOST);
+      // The watchdog reads every 10 ms; a heartbeat (2 s) would be the bound without that read.
+      assertThat(Duration.ofNanos(lastPass.get() - resetAt))
+          .as("the last check that passed, after the reset")
+          .isLessThan(Duration.ofMillis(500));
+    }
   }
 
   @Test

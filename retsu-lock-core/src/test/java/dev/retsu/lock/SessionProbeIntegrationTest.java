@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 import dev.retsu.lock.internal.loop.LockWaiter;
 import dev.retsu.lock.internal.loop.LoopSettings;
 import dev.retsu.lock.internal.session.PgSession;
+import dev.retsu.lock.testing.FaultProxy;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
 import java.lang.reflect.Field;
@@ -116,6 +117,37 @@ class SessionProbeIntegrationTest {
       db.terminateBackend(pid);
       await().atMost(WITHIN).until(() -> !db.backendExists(pid));
       assertThat(PgSession.probe(c)).isEqualTo(PgSession.Evidence.ENDED);
+    }
+  }
+
+  /**
+   * Without a read, a probe sees what the client has received as bytes: the FATAL a terminate
+   * sends. A reset with no message before it is not a byte: only a read sees it.
+   */
+  @Test
+  void withoutAReadAFatalIsSeenButABareResetOnlyByARead(TestDatabase db) throws Exception {
+    try (Connection c = db.connect()) {
+      int pid = pid(c);
+      assertThat(PgSession.countsPendingBytes(c)).isTrue();
+      assertThat(PgSession.probe(c, false)).isEqualTo(PgSession.Evidence.QUIET);
+      db.terminateBackend(pid);
+      await().atMost(WITHIN).until(() -> PgSession.probe(c, false) == PgSession.Evidence.ENDED);
+    }
+    try (FaultProxy proxy = FaultProxy.inFrontOf(db.jdbcUrl())) {
+      PGSimpleDataSource viaProxy = db.dataSource();
+      viaProxy.setUrl(proxy.rewrite(db.jdbcUrl()));
+      Connection c = viaProxy.getConnection();
+      try {
+        int pid = pid(c);
+        proxy.resetAll();
+        await().atMost(WITHIN).until(() -> !db.backendExists(pid));
+        assertThat(PgSession.probe(c, false))
+            .as("a reset is no pending byte")
+            .isEqualTo(PgSession.Evidence.QUIET);
+        assertThat(PgSession.probe(c, true)).isEqualTo(PgSession.Evidence.ENDED);
+      } finally {
+        c.abort(Runnable::run); // a close would write a Terminate to the reset socket and fail
+      }
     }
   }
 

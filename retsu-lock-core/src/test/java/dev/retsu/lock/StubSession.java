@@ -186,7 +186,7 @@ final class StubSession implements Session {
   }
 
   @Override
-  public PgSession.Evidence probe(long maxWaitNanos) {
+  public PgSession.Evidence probe(long maxWaitNanos, boolean readSocket) {
     return open.get() ? PgSession.Evidence.QUIET : PgSession.Evidence.ENDED;
   }
 

@@ -21,9 +21,10 @@ import org.postgresql.ds.PGSimpleDataSource;
  * refreshes on that session (what a {@code @Scheduled @LeaderOnly} method does), against the same
  * statement on a plain connection in the same run: the time of {@code SELECT 1} every 100 ms, so
  * the difference is what the loop's idle wait costs a thread that wants the session (at most one
- * socket-wait slice). Also {@code ensureLeader()} from that thread, and from the task's own thread
- * during a refresh, on a warm, quiet session. A loop with the defaults (refresh 15 s, heartbeat 2
- * s).
+ * socket-wait slice, for the first call after the session went unused). Also {@code ensureLeader()}
+ * from that thread, and from the task's own thread during a refresh: back to back, after work
+ * outside the database, and right after a statement. A loop with the defaults (refresh 15 s,
+ * heartbeat 2 s).
  */
 final class HandOffBenchmark {
 
@@ -41,7 +42,12 @@ final class HandOffBenchmark {
   static final String RAW = "SELECT 1 on a plain connection, every 100 ms (baseline)";
   static final String OTHER_THREAD = "SELECT 1 on the leader's session from another thread";
   static final String CHECK_OTHER = "ensureLeader() from another thread, between refreshes";
-  static final String CHECK_TASK = "ensureLeader() in the task, quiet warm session";
+  static final String CHECK_TASK = "ensureLeader() in the task, back to back, warm session";
+  static final String CHECK_TASK_IDLE =
+      "ensureLeader() in the task after 100 ms of work outside the database";
+  static final String CHECK_TASK_BUSY = "ensureLeader() in the task right after a SELECT 1";
+  static final String FIRST_OTHER =
+      "SELECT 1 on the leader's session from another thread, first call after 3 s unused";
 
   private final BenchEnv env;
 
@@ -62,15 +68,21 @@ final class HandOffBenchmark {
     }
     AtomicReference<LeaderContext> term = new AtomicReference<>();
     CompletableFuture<long[]> inTask = new CompletableFuture<>();
+    CompletableFuture<long[]> afterWork = new CompletableFuture<>();
+    CompletableFuture<long[]> afterStatement = new CompletableFuture<>();
     LeaderLoop loop =
-        LeaderLoop.builder(ds, LockKey.of(77_77, 1)).candidateId("bench-handoff").build();
+        LeaderLoop.builder(ds, LockKey.of(77_77, 1))
+            .candidateId("bench-handoff")
+            .refreshTimeout(Duration.ofMinutes(5))
+            .build();
     try {
       loop.start(
           ctx -> {
             if (term.get() != null) {
               return;
             }
-            // In the first refresh: ensureLeader() on a quiet session, one call at a time.
+            // In the first refresh: ensureLeader() on a warm session, back to back; after work
+            // outside the database; right after a statement of the task.
             long[] nanos = new long[iterations * 10];
             for (int i = 0; i < nanos.length; i++) {
               long start = System.nanoTime();
@@ -78,13 +90,26 @@ final class HandOffBenchmark {
               nanos[i] = System.nanoTime() - start;
             }
             inTask.complete(nanos);
+            afterWork.complete(timeInTask(iterations, () -> Thread.sleep(100), ctx::ensureLeader));
+            afterStatement.complete(
+                timeInTask(iterations, () -> selectOne(ctx.connection()), ctx::ensureLeader));
             term.set(ctx);
           });
       out.add(summarise(CHECK_TASK, inTask.get(60, TimeUnit.SECONDS)));
+      out.add(summarise(CHECK_TASK_IDLE, afterWork.get(iterations, TimeUnit.SECONDS)));
+      out.add(summarise(CHECK_TASK_BUSY, afterStatement.get(60, TimeUnit.SECONDS)));
       while (term.get() == null) {
         Thread.onSpinWait();
       }
       LeaderContext ctx = term.get();
+      long[] first = new long[Math.max(3, iterations / 40)];
+      for (int i = 0; i < first.length; i++) {
+        Thread.sleep(3_000); // longer than the loop's hand-over window after another thread's use
+        long start = System.nanoTime();
+        selectOne(ctx.connection());
+        first[i] = System.nanoTime() - start;
+      }
+      out.add(summarise(FIRST_OTHER, first));
       out.add(
           time(
               OTHER_THREAD, iterations, Duration.ofMillis(100), () -> selectOne(ctx.connection())));
@@ -105,6 +130,22 @@ final class HandOffBenchmark {
   @FunctionalInterface
   interface Call {
     void run() throws Exception;
+  }
+
+  /** Times {@code check} after each {@code before}, on the task's thread. */
+  private static long[] timeInTask(int iterations, Call before, Call check) {
+    long[] nanos = new long[iterations];
+    try {
+      for (int i = 0; i < iterations; i++) {
+        before.run();
+        long start = System.nanoTime();
+        check.run();
+        nanos[i] = System.nanoTime() - start;
+      }
+    } catch (Exception e) {
+      throw new IllegalStateException("A timed call in the task failed", e);
+    }
+    return nanos;
   }
 
   private static Result time(String operation, int iterations, Duration every, Call call)

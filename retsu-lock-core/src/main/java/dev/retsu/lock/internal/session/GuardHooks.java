@@ -54,6 +54,9 @@ final class GuardHooks implements SessionGuard.Hooks {
       } else if (failure == null && roundTrip) {
         session.proofs().alive(startNanos);
       }
+      if (session.foreignThread()) {
+        session.proofs().foreignCall();
+      }
     } finally {
       session.io().unlock();
     }

@@ -58,6 +58,8 @@ public final class LockSession implements Session {
   private volatile Listener listener = Listener.NONE;
   private volatile boolean droppedNotifications;
   private volatile boolean warnedReset;
+  private volatile Thread idleThread;
+  private volatile boolean endSeen;
 
   LockSession(
       SessionId id,
@@ -185,6 +187,12 @@ public final class LockSession implements Session {
     return io;
   }
 
+  /** Whether the calling thread is not the one that waits on the socket between refreshes. */
+  boolean foreignThread() {
+    Thread idle = idleThread;
+    return idle != null && idle != Thread.currentThread();
+  }
+
   Listener listener() {
     return listener;
   }
@@ -212,7 +220,7 @@ public final class LockSession implements Session {
    * @return the evidence, or null if the session stayed busy for {@code maxWaitNanos}
    */
   @Override
-  public PgSession.Evidence probe(long maxWaitNanos) {
+  public PgSession.Evidence probe(long maxWaitNanos, boolean readSocket) {
     try {
       if (!io.tryLock(Math.max(0, maxWaitNanos), TimeUnit.NANOSECONDS)) {
         return null;
@@ -222,7 +230,18 @@ public final class LockSession implements Session {
       return null;
     }
     try {
-      return open.get() ? PgSession.probe(conn) : PgSession.Evidence.ENDED;
+      if (!open.get() || endSeen) {
+        return PgSession.Evidence.ENDED;
+      }
+      boolean reads = readSocket || !PgSession.countsPendingBytes(conn);
+      PgSession.Evidence evidence = PgSession.probe(conn, reads);
+      if (reads) {
+        proofs.read();
+      }
+      if (evidence == PgSession.Evidence.ENDED) {
+        endSeen = true; // an EOF is not counted as a pending byte: keep what was seen
+      }
+      return evidence;
     } finally {
       io.unlock();
     }
@@ -260,10 +279,21 @@ public final class LockSession implements Session {
       if (!open.get()) {
         throw closed();
       }
-      PGNotification[] notes = PgSession.await(conn, millis);
+      idleThread = Thread.currentThread();
+      if (proofs.foreignUseWithin(Proofs.SHARED_FOR_NANOS) || !PgSession.canAwait(conn)) {
+        return false; // another thread works on the session (it may have queued meanwhile)
+      }
+      PGNotification[] notes;
+      try {
+        notes = PgSession.await(conn, millis);
+      } catch (SQLException e) {
+        endSeen = true; // what the read consumed is gone: a probe from now on answers ENDED
+        throw e;
+      }
       if (notes == null) {
         return false;
       }
+      proofs.read();
       if (notes.length > 0 && !droppedNotifications) {
         droppedNotifications = true;
         LOG.warn(

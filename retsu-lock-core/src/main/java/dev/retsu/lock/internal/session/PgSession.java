@@ -2,6 +2,7 @@ package dev.retsu.lock.internal.session;
 
 import java.io.EOFException;
 import java.io.IOException;
+import java.io.InputStream;
 import java.lang.reflect.Field;
 import java.net.Socket;
 import java.net.SocketOption;
@@ -58,7 +59,10 @@ public final class PgSession {
   }
 
   private static final boolean PGJDBC = pgjdbcPresent();
-  private static final Field PG_STREAM = PGJDBC ? pgStreamField() : null;
+  private static final Field PG_STREAM =
+      PGJDBC ? field("org.postgresql.core.QueryExecutorBase", "pgStream") : null;
+  private static final Field PG_INPUT =
+      PGJDBC ? field("org.postgresql.core.PGStream", "pgInput") : null;
 
   private PgSession() {}
 
@@ -72,12 +76,31 @@ public final class PgSession {
   }
 
   /**
-   * Reads what is already on the session's socket, waiting at most about a millisecond.
+   * Reads what is already on the session's socket, waiting at most about a millisecond: sees
+   * everything {@link #probe(Connection, boolean)} sees, and a bare EOF or reset too.
    *
    * @param physical the pgjdbc connection (or a handle that unwraps to it)
    * @return what the socket shows
    */
   public static Evidence probe(Connection physical) {
+    return probe(physical, true);
+  }
+
+  /**
+   * Reads what the client has already received from its session. Without {@code readSocket} it
+   * waits for nothing: it looks at the bytes pgjdbc has buffered and the bytes in the socket's
+   * receive buffer, which is where a FATAL from a terminate, a shutdown, an idle timeout or a crash
+   * of another backend arrives, and peeks at the first one. What only a read can see is a bare EOF
+   * or a reset with no message before it (a killed backend, a proxy or pooler that vanished), and,
+   * on a socket whose bytes cannot be counted without reading (SSL, GSS encryption, a custom socket
+   * factory), everything: there the probe always reads, waiting at most a millisecond when nothing
+   * is pending. With {@code readSocket} it reads in every case.
+   *
+   * @param physical the pgjdbc connection (or a handle that unwraps to it)
+   * @param readSocket whether to read the socket when nothing is pending
+   * @return what the socket shows
+   */
+  public static Evidence probe(Connection physical, boolean readSocket) {
     PGStream stream = stream(physical);
     if (stream == null) {
       return Evidence.UNKNOWN;
@@ -85,6 +108,35 @@ public final class PgSession {
     if (stream.isClosed()) {
       return Evidence.ENDED;
     }
+    InputStream input = countable(stream);
+    if (input != null) {
+      try {
+        if (input.available() > 0) {
+          return stream.peekChar() == 'E' ? Evidence.ENDED : Evidence.PENDING; // at once
+        }
+      } catch (IOException e) {
+        return Evidence.ENDED;
+      }
+      if (!readSocket) {
+        return Evidence.QUIET;
+      }
+    }
+    return timedPeek(stream);
+  }
+
+  /**
+   * Whether a probe without a read sees a FATAL on this connection: pgjdbc's input is reachable and
+   * the socket is a plain TCP socket whose pending bytes the kernel counts.
+   *
+   * @param physical the connection
+   * @return true when {@link #probe(Connection, boolean)} can skip the read
+   */
+  public static boolean countsPendingBytes(Connection physical) {
+    PGStream stream = stream(physical);
+    return stream != null && countable(stream) != null;
+  }
+
+  private static Evidence timedPeek(PGStream stream) {
     int saved;
     try {
       saved = stream.getNetworkTimeout();
@@ -107,6 +159,24 @@ public final class PgSession {
       } catch (IOException e) {
         // The socket is gone; the next statement on it reports the session's end.
       }
+    }
+  }
+
+  /**
+   * pgjdbc's buffered input, when what it holds plus what the kernel holds is a true count of the
+   * bytes received: a plain socket ({@code java.net.Socket} itself, as pgjdbc's default factory
+   * makes it), no GSS encryption. Null otherwise.
+   */
+  private static InputStream countable(PGStream stream) {
+    if (PG_INPUT == null
+        || stream.isGssEncrypted()
+        || stream.getSocket().getClass() != Socket.class) {
+      return null;
+    }
+    try {
+      return (InputStream) PG_INPUT.get(stream);
+    } catch (ReflectiveOperationException | RuntimeException e) {
+      return null;
     }
   }
 
@@ -179,14 +249,26 @@ public final class PgSession {
    * @throws SQLException when the session ended
    */
   public static PGNotification[] await(Connection physical, int millis) throws SQLException {
-    if (!PGJDBC
-        || !physical.isWrapperFor(PGConnection.class)
-        || transaction(physical) != Transaction.IDLE) {
+    if (!canAwait(physical)) {
       return null;
     }
     PGNotification[] notes =
         physical.unwrap(PGConnection.class).getNotifications(Math.max(1, millis));
     return notes == null ? new PGNotification[0] : notes;
+  }
+
+  /**
+   * Whether {@link #await} can wait on this connection's socket now: pgjdbc, and no transaction
+   * open (pgjdbc reads nothing inside one).
+   *
+   * @param physical the connection
+   * @return true when a wait would read the socket
+   * @throws SQLException when the connection cannot say
+   */
+  public static boolean canAwait(Connection physical) throws SQLException {
+    return PGJDBC
+        && physical.isWrapperFor(PGConnection.class)
+        && transaction(physical) == Transaction.IDLE;
   }
 
   /**
@@ -243,9 +325,9 @@ public final class PgSession {
     }
   }
 
-  private static Field pgStreamField() {
+  private static Field field(String owner, String name) {
     try {
-      Field f = Class.forName("org.postgresql.core.QueryExecutorBase").getDeclaredField("pgStream");
+      Field f = Class.forName(owner).getDeclaredField(name);
       f.setAccessible(true);
       return f;
     } catch (ReflectiveOperationException | RuntimeException e) {

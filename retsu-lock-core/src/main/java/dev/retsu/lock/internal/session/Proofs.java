@@ -24,6 +24,13 @@ import java.time.Duration;
  */
 public final class Proofs {
 
+  /**
+   * How long after user code on another thread than the worker's last used the session the worker
+   * leaves the socket free between refreshes (reading it once per slice for a bare EOF), so that
+   * thread's calls do not queue behind the worker's waits on the socket.
+   */
+  public static final long SHARED_FOR_NANOS = 1_000_000_000L;
+
   private final TimeSource time;
   private final long heartbeatNanos;
   private final SelfFence fence;
@@ -31,6 +38,9 @@ public final class Proofs {
   private volatile boolean touched;
   private volatile boolean suspect;
   private volatile long fullProofs;
+  private volatile long lastRead;
+  private volatile long lastForeignCall;
+  private volatile boolean foreignCalls;
 
   /**
    * Bookkeeping of a session whose locking statement started at {@code startNanos}: that statement
@@ -52,6 +62,7 @@ public final class Proofs {
     this.heartbeatNanos = heartbeat.toNanos();
     this.fence = new SelfFence(time, selfFenceAfter, startNanos, startWallMillis);
     this.lastOwnership = startNanos;
+    this.lastRead = startNanos;
   }
 
   /**
@@ -102,11 +113,13 @@ public final class Proofs {
   /** A round trip that started at {@code startNanos} succeeded: the session was alive then. */
   public void alive(long startNanos) {
     fence.proved(startNanos);
+    read();
   }
 
   /** An ownership proof that started at {@code startNanos} found every key it checked. */
   public void owned(long startNanos, boolean full) {
     fence.proved(startNanos);
+    read();
     lastOwnership = startNanos;
     if (full) {
       touched = false;
@@ -122,5 +135,41 @@ public final class Proofs {
    */
   public long fullProofs() {
     return fullProofs;
+  }
+
+  /**
+   * A read of the session's socket that would have seen a bare EOF or a reset ended now: a round
+   * trip, a timed probe, a wait on the socket.
+   */
+  public void read() {
+    lastRead = time.nanoTime();
+  }
+
+  /**
+   * Whether no read of the socket ended in the last {@code nanos}: a bare EOF or reset could be
+   * waiting unseen for that long.
+   *
+   * @param nanos how long
+   * @return true when the last read is at least that old
+   */
+  public boolean unreadFor(long nanos) {
+    return time.nanoTime() - lastRead - nanos >= 0;
+  }
+
+  /** A call of user code on a thread other than the session worker's ended now. */
+  public void foreignCall() {
+    lastForeignCall = time.nanoTime();
+    foreignCalls = true;
+  }
+
+  /**
+   * Whether user code on another thread than the session worker's used the session in the last
+   * {@code nanos}: the worker then leaves the socket free instead of waiting on it.
+   *
+   * @param nanos how long
+   * @return true when such a call ended that recently
+   */
+  public boolean foreignUseWithin(long nanos) {
+    return foreignCalls && time.nanoTime() - lastForeignCall - nanos < 0;
   }
 }

@@ -71,8 +71,11 @@ public interface Session {
   /** Whether a round trip now leaves user code's transaction as it is (I/O lock held). */
   boolean canProveNow();
 
-  /** What the socket shows, waiting at most {@code maxWaitNanos} for a call in progress. */
-  PgSession.Evidence probe(long maxWaitNanos);
+  /**
+   * What the client has received on the session's socket, waiting at most {@code maxWaitNanos} for
+   * a call in progress; with {@code readSocket} also a bare EOF or reset (a read of up to 1 ms).
+   */
+  PgSession.Evidence probe(long maxWaitNanos, boolean readSocket);
 
   /** Takes the I/O lock if nobody holds or waits for it. */
   boolean tryLockIo();

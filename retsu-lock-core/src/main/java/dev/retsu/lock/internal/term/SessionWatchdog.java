@@ -14,12 +14,15 @@ import java.util.concurrent.locks.LockSupport;
  * deadline passes, ends a refresh that runs past {@code refreshTimeout} (and the session, when the
  * refresh ignores its interrupt for {@code closeTimeout} more), and keeps a healthy long refresh
  * from being fenced: while a refresh runs but is not using the session (work outside the database),
- * it runs the due heartbeat or ownership proof on the session itself. Thread-safe.
+ * it runs the due heartbeat or ownership proof on the session itself, and reads the socket once
+ * every {@link SessionWorker#IDLE_SLICE_MILLIS} ms that nothing else read it, for a bare EOF or
+ * reset (what {@code ensureLeader()} does not read for). Thread-safe.
  */
 public final class SessionWatchdog implements Runnable {
 
   private static final long SIMULATED_POLL_NANOS = 10_000_000L;
   private static final long MIN_PARK_NANOS = 1_000_000L;
+  private static final long EOF_READ_NANOS = SessionWorker.IDLE_SLICE_MILLIS * 1_000_000L;
 
   private final TimeSource time;
   private final List<SessionWorker> watched = new CopyOnWriteArrayList<>();
@@ -123,6 +126,10 @@ public final class SessionWatchdog implements Runnable {
       proveWhileTaskIdle(w);
       now = time.nanoTime();
       next = Math.min(next, now + w.options.heartbeatInterval().toNanos() / 4);
+    } else if (!time.simulated()) {
+      w.readIfUnread(); // a bare EOF or reset, while the task works outside the session
+      now = time.nanoTime();
+      next = Math.min(next, now + EOF_READ_NANOS);
     }
     next = Math.min(next, Math.max(proofs.nextHeartbeat(), now + MIN_PARK_NANOS));
     return Math.min(next, now - deadline < 0 ? deadline : deadline + closeTimeout);

@@ -6,7 +6,9 @@ import dev.retsu.lock.LossReason;
 import dev.retsu.lock.Term;
 import dev.retsu.lock.internal.Diagnostics;
 import dev.retsu.lock.internal.TimeSource;
+import dev.retsu.lock.internal.session.PgSession;
 import dev.retsu.lock.internal.session.ProofException;
+import dev.retsu.lock.internal.session.Proofs;
 import dev.retsu.lock.internal.session.Session;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -25,7 +27,8 @@ import org.slf4j.LoggerFactory;
  * worker's thread, one at a time), heartbeats and ownership proofs, the recipe's jobs, and the idle
  * wait on the session's socket, in slices that yield the session at once to a thread queued for it.
  * Between refreshes a terminated session or a stopped server ends its terms within milliseconds,
- * because the wait is a read on the session's own socket.
+ * because the wait is a read on the session's own socket; while user code on another thread uses
+ * the session, the worker leaves the socket to it and reads it once per slice instead.
  *
  * <p>How terms end is {@link TermEnd}'s; the watchdog's duties are {@link SessionWatchdog}'s. The
  * only difference between the recipes is the {@link ReleasePolicy}. Thread-safe: {@link #run} on
@@ -37,6 +40,8 @@ public final class SessionWorker extends TermEnd {
 
   /** The longest one wait on the socket holds the session: a queued thread waits at most this. */
   public static final int IDLE_SLICE_MILLIS = 10;
+
+  private static final long SLICE_NANOS = IDLE_SLICE_MILLIS * 1_000_000L;
 
   /**
    * A constant, linked at class initialisation (the warm-up), not at a takeover's first refresh.
@@ -264,6 +269,37 @@ public final class SessionWorker extends TermEnd {
     }
   }
 
+  /**
+   * Acts on what a probe of the socket found: the session's end ends its terms; anything else
+   * pending is read by a proof. Call with the I/O lock free or held by the caller.
+   */
+  void evidence(PgSession.Evidence found) {
+    if (found == PgSession.Evidence.ENDED) {
+      sessionEnded(
+          LossReason.SESSION_LOST,
+          new SQLException("The server ended the session (seen on its socket)", "08006"));
+    } else if (found == PgSession.Evidence.PENDING) {
+      prove();
+    }
+  }
+
+  /**
+   * Reads the socket for a bare EOF or reset if nothing read it for a slice and nobody is using the
+   * session (never queues ahead of a user thread): at most a millisecond on the socket.
+   */
+  void readIfUnread() {
+    if (!session.proofs().unreadFor(SLICE_NANOS) || !session.tryLockIo()) {
+      return;
+    }
+    try {
+      if (endReason() == null && session.isOpen()) {
+        evidence(session.probe(0, true));
+      }
+    } finally {
+      session.unlockIo();
+    }
+  }
+
   /** Proves the session; what it finds ends terms through this worker (the listener). */
   void prove() {
     try {
@@ -294,8 +330,10 @@ public final class SessionWorker extends TermEnd {
       clearOwnInterrupt();
       return;
     }
-    long slice = Math.min(wait, IDLE_SLICE_MILLIS * 1_000_000L);
-    {
+    long slice = Math.min(wait, SLICE_NANOS);
+    if (session.proofs().foreignUseWithin(Proofs.SHARED_FOR_NANOS)) {
+      readIfUnread(); // another thread works on the session: leave the socket to it
+    } else {
       try {
         int millis = (int) Math.max(1, TimeSource.millis(slice + 999_999L));
         if (session.awaitEvent(millis)) {

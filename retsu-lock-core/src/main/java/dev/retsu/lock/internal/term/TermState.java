@@ -82,17 +82,20 @@ public final class TermState implements LeaderContext {
       return;
     }
     // A call in progress on the session (a heartbeat, or a statement on another thread) may be
-    // reading a FATAL right now: wait for it, but never past the deadline.
-    PgSession.Evidence evidence = session.probe(fence().nanosLeft());
+    // reading a FATAL right now: wait for it, but never past the deadline. No read of the socket
+    // here where its pending bytes can be counted: a FATAL is among them; a bare EOF or reset is
+    // read for by the worker's socket wait, the task's statements and the watchdog.
+    PgSession.Evidence evidence = session.probe(fence().nanosLeft(), false);
+    if (Thread.currentThread() != worker.thread) {
+      session.proofs().foreignCall(); // the worker leaves the socket to this thread for a while
+    }
     if (evidence == null) {
       worker.selfFence(); // the session stayed busy until the deadline: no evidence in time
-    } else if (evidence == PgSession.Evidence.ENDED) {
-      worker.sessionEnded(
-          LossReason.SESSION_LOST,
-          new SQLException("The server ended the session (seen on its socket)", "08006"));
-    } else if (evidence != PgSession.Evidence.QUIET) {
+    } else if (evidence == PgSession.Evidence.PENDING) {
       proveLeader(); // something is pending that only a round trip can read
       return;
+    } else {
+      worker.evidence(evidence);
     }
     checkLocally();
   }
