@@ -1,6 +1,5 @@
 package dev.retsu.lock.examples.reportjob;
 
-// snippet:boot/report-job
 import dev.retsu.lock.spring.boot.LeaderOnly;
 import dev.retsu.lock.spring.boot.RetsuLeader;
 import dev.retsu.lock.spring.boot.RetsuLeaders;
@@ -11,6 +10,7 @@ import org.springframework.context.annotation.Configuration;
 import org.springframework.scheduling.annotation.EnableScheduling;
 import org.springframework.scheduling.annotation.Scheduled;
 
+// snippet:boot/report-job
 /**
  * A job that must run on one replica at a time, the whole Spring side of it. With the starter on
  * the class path (retsu-lock-spring-boot4-starter, or -boot3- on Spring Boot 3.5) and one line in

@@ -1,6 +1,5 @@
 package dev.retsu.lock.examples.bootdocs;
 
-// snippet:boot/lock-data-source
 import com.zaxxer.hikari.HikariDataSource;
 import dev.retsu.lock.spring.boot.RetsuLockDataSource;
 import javax.sql.DataSource;
@@ -9,6 +8,7 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Primary;
 
+// snippet:boot/lock-data-source
 /** The application's pool, and a small one for the locks that goes straight to the primary. */
 @Configuration(proxyBeanMethods = false)
 public class LockDataSourceConfiguration {

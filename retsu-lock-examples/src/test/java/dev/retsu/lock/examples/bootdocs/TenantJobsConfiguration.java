@@ -1,6 +1,5 @@
 package dev.retsu.lock.examples.bootdocs;
 
-// snippet:boot/group-jobs
 import dev.retsu.lock.LeaderTask;
 import dev.retsu.lock.spring.boot.LeaderOnly;
 import dev.retsu.lock.spring.boot.RetsuLeaderGroup;
@@ -10,6 +9,7 @@ import org.springframework.context.annotation.Configuration;
 import org.springframework.scheduling.annotation.EnableScheduling;
 import org.springframework.scheduling.annotation.Scheduled;
 
+// snippet:boot/group-jobs
 /**
  * retsu.lock.groups.partitions.partitions=16: the replicas share 16 keys. The task named like the
  * group runs for each key this replica holds, on that key's session; the scheduled method runs only
