@@ -53,10 +53,16 @@ public final class SelfFence {
     return proofStart.get() + window.toNanos();
   }
 
-  /** Nanoseconds left before the deadline (negative once passed). */
+  /**
+   * Nanoseconds left before the deadline (negative once passed). The clocks are read before the
+   * last proof, so a proof that lands in between can only make the answer later, never a paused
+   * reader's stale proof against a fresh clock.
+   */
   public long nanosLeft() {
-    long mono = deadline() - time.nanoTime();
-    long wall = (wallDeadline.get() - time.wallMillis()) * 1_000_000L;
+    long nowMono = time.nanoTime();
+    long nowWall = time.wallMillis();
+    long mono = deadline() - nowMono;
+    long wall = (wallDeadline.get() - nowWall) * 1_000_000L;
     return Math.min(mono, wall);
   }
 
