@@ -12,8 +12,6 @@ import dev.retsu.lock.testing.TestDatabase;
 import java.lang.reflect.Field;
 import java.net.Socket;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
@@ -23,7 +21,6 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.postgresql.core.BaseConnection;
 import org.postgresql.core.PGStream;
 import org.postgresql.ds.PGSimpleDataSource;
-import org.postgresql.jdbc.PreferQueryMode;
 
 /**
  * The check behind {@link LeaderContext#ensureLeader()}: what the client already knows about its
@@ -61,51 +58,6 @@ class SessionProbeIntegrationTest {
       return ((PGStream) f.get(executor)).getSocket();
     } catch (ReflectiveOperationException e) {
       throw new SQLException("pgjdbc's stream is not where the test expects it", e);
-    }
-  }
-
-  /**
-   * Where {@link PgSession#describesAhead} allows it (what a WAIT standby relies on to have the
-   * token's statement parsed before it waits), a describe runs nothing: a statement whose run would
-   * change the session is only parsed. It is not allowed where pgjdbc would run the statement
-   * (simple query mode) or leave a named statement a pooler could share ({@code
-   * prepareThreshold=0}).
-   */
-  @Test
-  void aDescribeAheadRunsNothingAndIsNotAllowedWhereItWould(TestDatabase db) throws Exception {
-    String changesTheSession = "SELECT pg_catalog.set_config('retsu.test_described', 'ran', false)";
-    try (Connection c = db.connect()) {
-      assertThat(PgSession.describesAhead(c)).isTrue();
-      try (PreparedStatement ps = c.prepareStatement(changesTheSession)) {
-        assertThat(ps.getMetaData().getColumnCount()).isEqualTo(1);
-      }
-      assertThat(described(c)).isEmpty();
-      try (Statement s = c.createStatement()) {
-        s.execute(changesTheSession);
-      }
-      assertThat(described(c))
-          .as("the control: running it does change the session")
-          .isEqualTo("ran");
-    }
-    PGSimpleDataSource simple = db.dataSource();
-    simple.setPreferQueryMode(PreferQueryMode.SIMPLE);
-    try (Connection c = simple.getConnection()) {
-      assertThat(PgSession.describesAhead(c)).isFalse();
-    }
-    PGSimpleDataSource unprepared = db.dataSource();
-    unprepared.setPrepareThreshold(0);
-    try (Connection c = unprepared.getConnection()) {
-      assertThat(PgSession.describesAhead(c)).isFalse();
-    }
-  }
-
-  private static String described(Connection c) throws SQLException {
-    try (Statement s = c.createStatement();
-        ResultSet rs =
-            s.executeQuery(
-                "SELECT coalesce(pg_catalog.current_setting('retsu.test_described', true), '')")) {
-      rs.next();
-      return rs.getString(1);
     }
   }
 

@@ -211,6 +211,11 @@ final class StubSession implements Session {
   }
 
   @Override
+  public void tokenTaken(FencingToken token) {
+    throw new UnsupportedOperationException("no WAIT grant on a stub session");
+  }
+
+  @Override
   public FencingToken fencingToken() throws SQLException {
     if (tokenFailure != null) {
       throw tokenFailure;

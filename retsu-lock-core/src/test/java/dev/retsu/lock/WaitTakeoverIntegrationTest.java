@@ -136,63 +136,94 @@ class WaitTakeoverIntegrationTest {
   }
 
   /**
-   * A waiting session has the server parse the fencing-token statement before it waits (a describe,
-   * which runs nothing), so the token's round trip at the takeover does not also pay for the
-   * statement's first parse on that backend; the failover benchmark measures what that saves.
+   * The statement that waits also takes the fencing token once the lock is granted (and restores
+   * the timeouts), so the takeover runs no statement of its own before the task: the term's token
+   * comes from the wait, and the session ran nothing else.
    */
   @Test
-  void aWaitingSessionDescribesItsFencingTokenStatementBeforeItWaits(TestDatabase db)
-      throws Exception {
-    Recorded w = waitingStandby(db, db.dataSource(), "wait-describe");
-    List<String> calls = w.calls();
-    String session = calls.stream().filter(c -> c.startsWith("execute wait")).findFirst().get();
-    String on = session.substring(session.indexOf('@'));
-    assertThat(calls).containsSubsequence("describe token" + on, "execute wait" + on);
-    assertThat(calls).noneMatch(c -> c.startsWith("execute token")); // described, never run
+  void aGrantedWaitTakesTheTokenInTheSameStatement(TestDatabase db) throws Exception {
+    Recorded w = waitingStandby(db, db.dataSource(), "wait-token");
 
     w.held().close();
 
     await().atMost(WITHIN).until(w.standby()::isLeader);
-    assertThat(calls)
-        .containsSubsequence("describe token" + on, "execute wait" + on, "execute token" + on);
-    assertThat(calls.stream().filter(c -> c.startsWith("execute token"))).hasSize(1);
+    String session =
+        w.calls().stream().filter(c -> c.startsWith("execute wait")).findFirst().orElseThrow();
+    String on = session.substring(session.indexOf('@'));
+    assertThat(w.calls().stream().filter(c -> c.endsWith(on)))
+        .as("statements on the session that won, up to the task (which runs none)")
+        .allMatch(c -> c.startsWith("execute wait"));
+    assertThat(w.calls()).noneMatch(c -> c.startsWith("execute token"));
+    FencingToken token = w.standby().currentTerm().orElseThrow().fencingToken();
+    try (Connection c = db.connect();
+        java.sql.Statement s = c.createStatement();
+        java.sql.ResultSet rs = s.executeQuery("SELECT pg_current_xact_id()::text::bigint")) {
+      rs.next();
+      assertThat(token.xid()).isPositive().isLessThan(rs.getLong(1));
+    }
+    assertThat(token.timeline()).isPositive();
   }
 
   /**
-   * In pgjdbc's simple query mode {@code getMetaData()} runs the statement, so a waiting session
-   * there does not describe the token's statement (it would take a token and write WAL while
-   * waiting; with assertions on, pgjdbc throws instead): the token is parsed at the grant, and the
-   * takeover works the same.
+   * While it waits, the standby's statement has assigned no transaction id (so it has written no
+   * WAL either: the token's message and xid are only taken once granted), and it is recognisable in
+   * {@code pg_stat_activity}: its {@code application_name} and the wait on an advisory lock.
    */
   @Test
-  void aWaitingSessionInSimpleQueryModeDoesNotDescribeTheToken(TestDatabase db) throws Exception {
+  void aWaitingStandbyTakesNoXidAndWritesNothingWhileItWaits(TestDatabase db) throws Exception {
+    Recorded w = waitingStandby(db, db.dataSource(), "wait-no-xid");
+    await()
+        .atMost(WITHIN)
+        .until(
+            () ->
+                db.queryInts(
+                            "SELECT count(*)::int FROM pg_stat_activity WHERE application_name LIKE"
+                                + " '%wait-no-xid%' AND wait_event_type = 'Lock' AND wait_event ="
+                                + " 'advisory'")
+                        .get(0)
+                    == 1);
+    assertThat(
+            db.queryInts(
+                "SELECT count(*)::int FROM pg_stat_activity WHERE application_name LIKE"
+                    + " '%wait-no-xid%' AND backend_xid IS NOT NULL"))
+        .containsExactly(0);
+    w.held().close();
+    await().atMost(WITHIN).until(w.standby()::isLeader);
+  }
+
+  /**
+   * In pgjdbc's simple query mode the combined statement is sent as text: the takeover works the
+   * same, with the token from the wait.
+   */
+  @Test
+  void aWaitingStandbyInSimpleQueryModeTakesOverWithTheTokenOfItsWait(TestDatabase db)
+      throws Exception {
     PGSimpleDataSource simple = db.dataSource();
     simple.setPreferQueryMode(PreferQueryMode.SIMPLE);
-    assertTakesOverWithoutDescribing(db, simple, "wait-simple");
+    assertTakesOverWithTheTokenOfItsWait(db, simple, "wait-simple");
   }
 
   /**
-   * With {@code prepareThreshold=0} (what pgjdbc needs behind a transaction pooler) a waiting
-   * session does not describe the token's statement: pgjdbc keeps a described statement on the
-   * session under a name, which on a pooled backend would collide with other clients' statements.
+   * With {@code prepareThreshold=0} (what pgjdbc needs behind a transaction pooler) the takeover
+   * works the same, with the token from the wait.
    */
   @Test
-  void aWaitingSessionWithoutServerSideStatementsDoesNotDescribeTheToken(TestDatabase db)
+  void aWaitingStandbyWithoutServerSideStatementsTakesOverWithTheTokenOfItsWait(TestDatabase db)
       throws Exception {
     PGSimpleDataSource unprepared = db.dataSource();
     unprepared.setPrepareThreshold(0);
-    assertTakesOverWithoutDescribing(db, unprepared, "wait-unprepared");
+    assertTakesOverWithTheTokenOfItsWait(db, unprepared, "wait-unprepared");
   }
 
-  private void assertTakesOverWithoutDescribing(
+  private void assertTakesOverWithTheTokenOfItsWait(
       TestDatabase db, javax.sql.DataSource source, String id) throws Exception {
     Recorded w = waitingStandby(db, source, id);
 
     w.held().close();
 
     await().atMost(WITHIN).until(w.standby()::isLeader);
-    assertThat(w.calls()).noneMatch(c -> c.startsWith("describe"));
-    assertThat(w.calls().stream().filter(c -> c.startsWith("execute token"))).hasSize(1);
+    assertThat(w.calls()).noneMatch(c -> c.startsWith("execute token"));
+    assertThat(w.standby().currentTerm().orElseThrow().fencingToken().xid()).isPositive();
   }
 
   /** A key held elsewhere, and a WAIT standby for it whose statements are recorded. */
@@ -236,9 +267,9 @@ class WaitTakeoverIntegrationTest {
                   if (method.getName().equals("prepareStatement")
                       && args[0] instanceof String sql) {
                     String kind =
-                        sql.contains("retsu-lock-fence")
-                            ? "token"
-                            : sql.contains("pg_advisory_lock(") ? "wait" : null;
+                        sql.contains("pg_advisory_lock(")
+                            ? "wait"
+                            : sql.contains("retsu-lock-fence") ? "token" : null;
                     if (kind != null) {
                       return recording((PreparedStatement) result, kind + on, calls);
                     }

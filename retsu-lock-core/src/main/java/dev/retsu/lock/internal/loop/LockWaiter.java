@@ -1,8 +1,9 @@
 package dev.retsu.lock.internal.loop;
 
 import dev.retsu.lock.AdvisoryLockException;
+import dev.retsu.lock.FencingToken;
 import dev.retsu.lock.LockKey;
-import dev.retsu.lock.internal.Diagnostics;
+import dev.retsu.lock.internal.TimeSource;
 import dev.retsu.lock.internal.session.KeySql;
 import dev.retsu.lock.internal.session.PgSession;
 import dev.retsu.lock.internal.session.Refusals;
@@ -10,6 +11,7 @@ import dev.retsu.lock.internal.session.Session;
 import dev.retsu.lock.internal.session.SessionOpener;
 import dev.retsu.lock.internal.session.SessionSql;
 import dev.retsu.lock.internal.session.SessionTerminator;
+import dev.retsu.lock.internal.session.TokenMode;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -44,6 +46,7 @@ public final class LockWaiter implements AutoCloseable {
   private final Duration waitTimeout;
   private final String originalLockTimeout;
   private final String originalStatementTimeout;
+  private final boolean walTimeline;
 
   /** Set once: by the grant (the session is the caller's) or by close (it is ended). */
   private final AtomicBoolean settled = new AtomicBoolean();
@@ -56,12 +59,14 @@ public final class LockWaiter implements AutoCloseable {
       Session session,
       Duration waitTimeout,
       String lockTimeout,
-      String statementTimeout) {
+      String statementTimeout,
+      boolean walTimeline) {
     this.spec = spec;
     this.session = session;
     this.waitTimeout = waitTimeout;
     this.originalLockTimeout = lockTimeout;
     this.originalStatementTimeout = statementTimeout;
+    this.walTimeline = walTimeline;
   }
 
   /**
@@ -75,22 +80,21 @@ public final class LockWaiter implements AutoCloseable {
   public static LockWaiter open(SessionOpener.Spec spec, Duration waitTimeout) {
     Session s = SessionOpener.open(spec);
     try {
-      String[] timeouts =
+      Object[] armed =
           s.call(
               c -> {
                 String[] before = armTimeouts(c, waitTimeout);
-                if (PgSession.describesAhead(c)) {
-                  describeFencingToken(spec, c);
-                }
+                boolean wal = TokenMode.walTimeline(spec.dataSource(), c, spec.context());
                 if (!clientKeepalives(spec, c)) {
                   LOG.debug(
                       "{} Client keepalives unavailable; a dead server is noticed after"
                           + " waitTimeout",
                       spec.context());
                 }
-                return before;
+                return new Object[] {before[0], before[1], wal};
               });
-      return new LockWaiter(spec, s, waitTimeout, timeouts[0], timeouts[1]);
+      return new LockWaiter(
+          spec, s, waitTimeout, (String) armed[0], (String) armed[1], (Boolean) armed[2]);
     } catch (SQLException e) {
       s.abort();
       throw SessionOpener.failed(spec, "Opening a waiting session failed", e);
@@ -113,33 +117,6 @@ public final class LockWaiter implements AutoCloseable {
         rs.next();
         return new String[] {rs.getString(1), rs.getString(2)};
       }
-    }
-  }
-
-  /**
-   * Has the server parse the fencing-token statement on this session now, without running it (no
-   * xid is taken, nothing is written): the token is the first statement a granted waiter runs, and
-   * a session that never ran it spends a first parse at the takeover. pgjdbc keeps the described
-   * statement as a named statement that the token's run reuses. Only where {@link
-   * PgSession#describesAhead} allows it; only a lost session fails the open (behind a transaction
-   * pooler the name may already exist on a shared backend, 42P05, and the wait's own check then
-   * refuses that backend).
-   */
-  private static void describeFencingToken(SessionOpener.Spec spec, Connection c)
-      throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(SessionSql.fencingToken())) {
-      ps.setString(1, "");
-      ps.getMetaData();
-    } catch (SQLException e) {
-      if (Diagnostics.isSessionLost(e.getSQLState())) {
-        throw e;
-      }
-      LOG.debug(
-          "{} Describing the fencing token's statement failed (SQLState {}); it is parsed when"
-              + " the lock is granted: {}",
-          spec.context(),
-          e.getSQLState(),
-          e.toString());
     }
   }
 
@@ -183,28 +160,48 @@ public final class LockWaiter implements AutoCloseable {
       session.abort();
       throw SessionOpener.failed(spec, "Waiting for the lock failed", e);
     }
-    return granted(w.pid(), w.inRecovery(), w.alreadyHeld(), w.locked());
+    return granted(w);
   }
 
-  /** What one wait returned. */
-  private record Wait(int pid, boolean inRecovery, boolean alreadyHeld, boolean locked) {}
+  /**
+   * What one wait returned; once granted also the token and when, on this client's clock, the
+   * server was at most taking it ({@code proofStart}).
+   */
+  private record Wait(
+      int pid,
+      boolean inRecovery,
+      boolean alreadyHeld,
+      boolean locked,
+      FencingToken token,
+      long proofStart) {}
 
   /**
-   * One wait on the raw session. Once granted, the round trips are bounded by nothing again here,
-   * on the same connection in hand (nothing more is linked or looked up at the grant).
+   * One wait on the raw session. Once granted, the same statement restored the timeouts and took
+   * the durable token, so nothing more runs here (nothing more is linked or looked up at the
+   * grant). The liveness that statement proves starts, on this client's clock, no later than the
+   * server took the token: its send time plus the time the server says it spent before the token
+   * (on the server's clock), capped by the answer's arrival.
    */
   private Wait waitOnce(Connection c) throws SQLException {
     LockKey key = spec.key();
     c.setNetworkTimeout(
         SessionTerminator.DIRECT, (int) (waitTimeout.toMillis() + spec.roundTripMillis()));
     Wait w;
-    try (PreparedStatement ps = c.prepareStatement(SessionSql.waitLock(key))) {
+    TimeSource time = spec.time();
+    try (PreparedStatement ps = c.prepareStatement(SessionSql.waitLock(key, walTimeline))) {
       ps.setString(1, originalLockTimeout);
       ps.setString(2, originalStatementTimeout);
-      KeySql.bindLocks(ps, KeySql.bindArguments(ps, 3, key), key);
+      ps.setString(3, spec.applicationName());
+      KeySql.bindLocks(ps, KeySql.bindArguments(ps, 4, key), key);
+      long sent = time.nanoTime();
       try (ResultSet rs = ps.executeQuery()) {
+        long received = time.nanoTime();
         rs.next();
-        w = new Wait(rs.getInt(1), rs.getBoolean(2), rs.getBoolean(3), rs.getBoolean(4));
+        boolean locked = rs.getBoolean(4);
+        FencingToken token = locked ? new FencingToken(rs.getInt(10), rs.getLong(9)) : null;
+        long before = locked ? (long) (rs.getDouble(11) * 1e9) : 0;
+        long proofStart = sent + Math.max(0, Math.min(before, received - sent));
+        w = new Wait(rs.getInt(1), rs.getBoolean(2), rs.getBoolean(3), locked, token, proofStart);
       }
     }
     if (w.locked()) {
@@ -213,8 +210,11 @@ public final class LockWaiter implements AutoCloseable {
     return w;
   }
 
-  private Optional<Session> granted(
-      int pid, boolean inRecovery, boolean alreadyHeld, boolean locked) {
+  private Optional<Session> granted(Wait w) {
+    int pid = w.pid();
+    boolean inRecovery = w.inRecovery();
+    boolean alreadyHeld = w.alreadyHeld();
+    boolean locked = w.locked();
     boolean afterTimeout = timedOut;
     timedOut = false;
     if (pid != session.id().pid()) {
@@ -258,6 +258,8 @@ public final class LockWaiter implements AutoCloseable {
           new InterruptedException());
     }
     session.held(List.of(spec.key()));
+    session.proofs().alive(w.proofStart());
+    session.tokenTaken(w.token());
     LOG.debug("{} Lock granted to waiting backend pid {}", spec.context(), pid);
     return Optional.of(session);
   }

@@ -17,7 +17,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.BooleanSupplier;
-import org.postgresql.PGNotification;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -28,8 +27,8 @@ import org.slf4j.LoggerFactory;
  *
  * <ul>
  *   <li>one I/O lock, <b>fair</b>, serialises every call on the session, the library's and user
- *       code's from any thread; the idle wait on the socket ({@link #awaitEvent}) holds it one
- *       slice at a time, so a thread that queued meanwhile gets the session next;
+ *       code's from any thread; the idle wait on the socket ({@link SessionSocket#awaitEvent})
+ *       holds it one slice at a time, so a thread that queued meanwhile gets the session next;
  *   <li>guarded views ({@link #view}) for the holder's work, with the one rule for suspicious text
  *       ({@link SuspectSql}), the liveness and ownership bookkeeping ({@link Proofs}), and an
  *       ownership proof before a user statement when one is due;
@@ -54,12 +53,11 @@ public final class LockSession implements Session {
   private final int roundTripMillis;
   private final ReentrantLock io = new ReentrantLock(true);
   private final AtomicBoolean open = new AtomicBoolean(true);
+  private final SessionSocket socket;
+  private volatile FencingToken granted;
   private final Set<LockKey> keys = ConcurrentHashMap.newKeySet();
   private volatile Listener listener = Listener.NONE;
-  private volatile boolean droppedNotifications;
   private volatile boolean warnedReset;
-  private volatile Thread idleThread;
-  private volatile boolean endSeen;
 
   LockSession(
       SessionId id,
@@ -74,6 +72,7 @@ public final class LockSession implements Session {
     this.time = time;
     this.proofs = proofs;
     this.roundTripMillis = roundTripMillis;
+    this.socket = new SessionSocket(id, conn, io, open, proofs);
   }
 
   @Override
@@ -124,7 +123,7 @@ public final class LockSession implements Session {
   }
 
   SQLException closed() {
-    return new SQLException("The lease is closed or its term is over " + id.context(), "08003");
+    return SessionSocket.closed(id);
   }
 
   /**
@@ -189,8 +188,7 @@ public final class LockSession implements Session {
 
   /** Whether the calling thread is not the one that waits on the socket between refreshes. */
   boolean foreignThread() {
-    Thread idle = idleThread;
-    return idle != null && idle != Thread.currentThread();
+    return socket.foreignThread();
   }
 
   Listener listener() {
@@ -213,38 +211,9 @@ public final class LockSession implements Session {
     }
   }
 
-  /**
-   * What the socket shows without a round trip. A call in progress on the session is waited for
-   * (its answer is evidence too), but at most {@code maxWaitNanos}.
-   *
-   * @return the evidence, or null if the session stayed busy for {@code maxWaitNanos}
-   */
   @Override
   public PgSession.Evidence probe(long maxWaitNanos, boolean readSocket) {
-    try {
-      if (!io.tryLock(Math.max(0, maxWaitNanos), TimeUnit.NANOSECONDS)) {
-        return null;
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      return null;
-    }
-    try {
-      if (!open.get() || endSeen) {
-        return PgSession.Evidence.ENDED;
-      }
-      boolean reads = readSocket || !PgSession.countsPendingBytes(conn);
-      PgSession.Evidence evidence = PgSession.probe(conn, reads);
-      if (reads) {
-        proofs.read();
-      }
-      if (evidence == PgSession.Evidence.ENDED) {
-        endSeen = true; // an EOF is not counted as a pending byte: keep what was seen
-      }
-      return evidence;
-    } finally {
-      io.unlock();
-    }
+    return socket.probe(maxWaitNanos, readSocket);
   }
 
   /** Takes the I/O lock if no other thread holds it or waits for it (never barges). */
@@ -264,49 +233,9 @@ public final class LockSession implements Session {
     io.unlock();
   }
 
-  /**
-   * Waits up to {@code millis} for anything on the session's socket, holding the I/O lock for that
-   * slice only. Notifications that arrive are consumed (LISTEN on a lock's session is not
-   * supported); the first time per session that happens is logged at WARN.
-   *
-   * @return false if this cannot wait on the socket (no pgjdbc, or inside a transaction)
-   * @throws SQLException when the session ended
-   */
   @Override
   public boolean awaitEvent(int millis) throws SQLException {
-    io.lock();
-    try {
-      if (!open.get()) {
-        throw closed();
-      }
-      idleThread = Thread.currentThread();
-      if (proofs.foreignUseWithin(Proofs.SHARED_FOR_NANOS) || !PgSession.canAwait(conn)) {
-        return false; // another thread works on the session (it may have queued meanwhile)
-      }
-      PGNotification[] notes;
-      try {
-        notes = PgSession.await(conn, millis);
-      } catch (SQLException e) {
-        endSeen = true; // what the read consumed is gone: a probe from now on answers ENDED
-        throw e;
-      }
-      if (notes == null) {
-        return false;
-      }
-      proofs.read();
-      if (notes.length > 0 && !droppedNotifications) {
-        droppedNotifications = true;
-        LOG.warn(
-            "{} Dropped a notification on channel {} that arrived on the lock's session: the"
-                + " library waits on this session, so LISTEN on it is not supported; use another"
-                + " connection",
-            id.context(),
-            notes[0].getName());
-      }
-      return true;
-    } finally {
-      io.unlock();
-    }
+    return socket.awaitEvent(millis);
   }
 
   /**
@@ -327,7 +256,19 @@ public final class LockSession implements Session {
   }
 
   /**
-   * Takes a fencing token on this session; checks that the backend did not change.
+   * Records the token that the statement which won the key took (a WAIT grant): the next {@link
+   * #fencingToken()} returns it without a round trip.
+   *
+   * @param token the token taken once the key was granted
+   */
+  @Override
+  public void tokenTaken(FencingToken token) {
+    granted = token;
+  }
+
+  /**
+   * Takes a fencing token on this session; checks that the backend did not change. A token the
+   * winning statement took already ({@link #tokenTaken}) is returned once, without a round trip.
    *
    * @return the token
    * @throws SQLException when the statement failed (a changed backend is an {@link
@@ -340,8 +281,14 @@ public final class LockSession implements Session {
       if (!open.get()) {
         throw closed();
       }
+      FencingToken taken = granted;
+      if (taken != null) {
+        granted = null;
+        return taken;
+      }
+      boolean wal = TokenMode.walTimeline(id.dataSource(), conn, id.context());
       long start = time.nanoTime();
-      try (PreparedStatement ps = conn.prepareStatement(SessionSql.fencingToken())) {
+      try (PreparedStatement ps = conn.prepareStatement(SessionSql.fencingToken(wal))) {
         ps.setString(1, settings.get("application_name"));
         try (ResultSet rs = ps.executeQuery()) {
           rs.next();

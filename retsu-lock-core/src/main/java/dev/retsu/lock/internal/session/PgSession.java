@@ -15,7 +15,6 @@ import org.postgresql.PGNotification;
 import org.postgresql.core.BaseConnection;
 import org.postgresql.core.PGStream;
 import org.postgresql.core.TransactionState;
-import org.postgresql.jdbc.PreferQueryMode;
 
 /**
  * What the client already knows about its PostgreSQL session without a round trip, read from
@@ -177,34 +176,6 @@ public final class PgSession {
       return (InputStream) PG_INPUT.get(stream);
     } catch (ReflectiveOperationException | RuntimeException e) {
       return null;
-    }
-  }
-
-  /**
-   * Whether {@code PreparedStatement.getMetaData()} may be used on this connection to have the
-   * server parse a statement ahead of its first run. pgjdbc then sends a describe, which runs
-   * nothing, and keeps the parsed statement on the session as a named server-side statement that
-   * the statement's first run reuses. True for pgjdbc in an extended query mode with server-side
-   * statements allowed ({@code prepareThreshold} above 0). False in {@code preferQueryMode=simple}
-   * (pgjdbc has no describe there: it runs the statement to learn its columns), with {@code
-   * prepareThreshold=0} (what a transaction pooler needs: a named statement would land on a backend
-   * other clients share), for another driver, and when it cannot tell.
-   *
-   * @param connection the connection (or a handle that unwraps to pgjdbc's)
-   * @return true only when a describe runs nothing and its named statement is welcome
-   */
-  public static boolean describesAhead(Connection connection) {
-    if (!PGJDBC) {
-      return false;
-    }
-    try {
-      if (!connection.isWrapperFor(PGConnection.class)) {
-        return false;
-      }
-      PGConnection pg = connection.unwrap(PGConnection.class);
-      return pg.getPreferQueryMode() != PreferQueryMode.SIMPLE && pg.getPrepareThreshold() > 0;
-    } catch (SQLException | RuntimeException | LinkageError e) {
-      return false; // an old or unknown driver: no describe, the statement is parsed when it runs
     }
   }
 

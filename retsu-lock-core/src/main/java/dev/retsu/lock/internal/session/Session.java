@@ -92,6 +92,9 @@ public interface Session {
   /** Takes a fencing token on the session. */
   FencingToken fencingToken() throws SQLException;
 
+  /** Records the token the statement that won the key took; the next token call returns it. */
+  void tokenTaken(FencingToken token);
+
   /** Tries keys in one statement, taking at most {@code limit}. */
   List<LockKey> tryLock(List<LockKey> batch, int limit) throws SQLException, ProofException;
 

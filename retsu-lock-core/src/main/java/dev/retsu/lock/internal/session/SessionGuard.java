@@ -1,8 +1,6 @@
 package dev.retsu.lock.internal.session;
 
 import java.lang.reflect.InvocationHandler;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Method;
 import java.lang.reflect.Proxy;
 import java.sql.Array;
 import java.sql.Blob;
@@ -16,12 +14,10 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.ResultSetMetaData;
 import java.sql.SQLException;
-import java.sql.SQLFeatureNotSupportedException;
 import java.sql.SQLXML;
 import java.sql.Statement;
 import java.util.List;
 import java.util.Objects;
-import java.util.Set;
 
 /**
  * The view of a lease's locked session that leader work gets, and everything reachable from it.
@@ -103,7 +99,7 @@ public final class SessionGuard {
   }
 
   /** The interfaces a returned object is wrapped in, most specific first. */
-  private static final List<Class<?>> WRAPPED =
+  static final List<Class<?>> WRAPPED =
       List.of(
           CallableStatement.class,
           PreparedStatement.class,
@@ -117,20 +113,6 @@ public final class SessionGuard {
           SQLXML.class,
           ResultSetMetaData.class,
           ParameterMetaData.class);
-
-  /** Statement methods that are a server round trip when they return normally. */
-  private static final Set<String> ROUND_TRIPS =
-      Set.of(
-          "execute",
-          "executeQuery",
-          "executeUpdate",
-          "executeLargeUpdate",
-          "executeBatch",
-          "executeLargeBatch");
-
-  /** Connection methods whose first argument is SQL text. */
-  private static final Set<String> CONNECTION_SQL =
-      Set.of("prepareStatement", "prepareCall", "nativeSQL");
 
   private SessionGuard() {}
 
@@ -146,7 +128,7 @@ public final class SessionGuard {
       Proxy.newProxyInstance(loader, new Class<?>[] {type}, none);
     }
     // Load the view's own classes too: a lease built at a takeover then links nothing new.
-    for (Class<?> type : List.of(Graph.class, Handler.class)) {
+    for (Class<?> type : List.of(GuardHandler.Graph.class, GuardHandler.class)) {
       try {
         Class.forName(type.getName(), true, loader);
       } catch (ClassNotFoundException e) {
@@ -167,254 +149,6 @@ public final class SessionGuard {
     Objects.requireNonNull(session, "session");
     Objects.requireNonNull(hooks, "hooks");
     Objects.requireNonNull(description, "description");
-    return new Graph(session, hooks, description).view;
-  }
-
-  /** What every proxy of one guarded session shares. */
-  private static final class Graph {
-    final Hooks hooks;
-    final String description;
-    final Connection view;
-
-    Graph(Connection session, Hooks hooks, String description) {
-      this.hooks = hooks;
-      this.description = description;
-      this.view = (Connection) new Handler(this, Connection.class, session, null).proxy;
-    }
-  }
-
-  private static final class Handler implements InvocationHandler {
-    private final Graph graph;
-    private final Class<?> type;
-    private final Object target;
-    private final Handler parent;
-    final Object proxy;
-
-    /** The text a prepared or callable statement was built from: each execution runs it again. */
-    private volatile String preparedSql;
-
-    Handler(Graph graph, Class<?> type, Object target, Handler parent) {
-      this.graph = graph;
-      this.type = type;
-      this.target = target;
-      this.parent = parent;
-      this.proxy =
-          Proxy.newProxyInstance(SessionGuard.class.getClassLoader(), new Class<?>[] {type}, this);
-    }
-
-    private boolean isView() {
-      return type == Connection.class;
-    }
-
-    @Override
-    public Object invoke(Object self, Method method, Object[] args) throws Throwable {
-      String name = method.getName();
-      if (method.getDeclaringClass() == Object.class) {
-        switch (name) {
-          case "equals":
-            return self == args[0];
-          case "hashCode":
-            return System.identityHashCode(self);
-          default:
-            return toString();
-        }
-      }
-      switch (name) {
-        case "unwrap":
-          return unwrap((Class<?>) args[0]);
-        case "isWrapperFor":
-          return args[0] != null && ((Class<?>) args[0]).isInstance(proxy);
-        case "close":
-          if (isView()) {
-            return null; // the lease owns the session and ends it
-          }
-          return closeUnlessLeaseClosed(method);
-        case "abort":
-          if (isView()) {
-            throw new SQLFeatureNotSupportedException(
-                "abort() on a lease's connection is not allowed; close the lease instead "
-                    + graph.description);
-          }
-          break;
-        case "isClosed":
-          return isClosed(method);
-        default:
-          break;
-      }
-      return delegate(method, args);
-    }
-
-    /** Answers true instead of failing when the lease is closed. */
-    private Object isClosed(Method method) throws Throwable {
-      return enterUnlessLeaseClosed() ? call(method, null, System.nanoTime()) : Boolean.TRUE;
-    }
-
-    /**
-     * Closes a wrapped object; does nothing once the lease is closed, because ending the session
-     * closed it already (and closing twice is a no-op in JDBC).
-     */
-    private Object closeUnlessLeaseClosed(Method method) throws Throwable {
-      return enterUnlessLeaseClosed() ? call(method, null, System.nanoTime()) : null;
-    }
-
-    /** {@link Hooks#enter()}; false instead of its 08003 when the lease is closed. */
-    private boolean enterUnlessLeaseClosed() throws SQLException {
-      try {
-        graph.hooks.enter();
-        return true;
-      } catch (SQLException e) {
-        if ("08003".equals(e.getSQLState())) {
-          return false;
-        }
-        throw e;
-      }
-    }
-
-    private Object delegate(Method method, Object[] args) throws Throwable {
-      graph.hooks.enter();
-      return call(method, args, System.nanoTime());
-    }
-
-    /** Runs the call after a successful {@link Hooks#enter()}; always ends with exit. */
-    private Object call(Method method, Object[] args, long start) throws Throwable {
-      boolean roundTrip = false;
-      SQLException failure = null;
-      try {
-        String sql = sqlOf(method, args);
-        if (sql != null) {
-          graph.hooks.sql(sql);
-        }
-        Object result;
-        try {
-          result = method.invoke(target, unwrapArguments(args));
-        } catch (InvocationTargetException e) {
-          Throwable cause = e.getCause();
-          if (cause instanceof SQLException) {
-            failure = (SQLException) cause;
-          }
-          throw cause;
-        }
-        roundTrip = isStatement() && ROUND_TRIPS.contains(method.getName());
-        Object wrapped = wrap(result);
-        if (sql != null && isView() && !method.getName().equals("nativeSQL")) {
-          Handler h = handlerOf(wrapped);
-          if (h != null) {
-            h.preparedSql = sql; // prepareStatement / prepareCall: suspect at every execution
-          }
-        }
-        return wrapped;
-      } finally {
-        graph.hooks.exit(start, roundTrip, failure);
-      }
-    }
-
-    private boolean isStatement() {
-      return Statement.class.isAssignableFrom(type);
-    }
-
-    /**
-     * The SQL text a call prepares, executes or batches, or null. An execution of a prepared or
-     * callable statement runs the text it was prepared from, so that text is reported again: a
-     * statement prepared in one refresh and executed in a later one stays as suspect as its text.
-     */
-    private String sqlOf(Method method, Object[] args) {
-      if (args == null || args.length == 0 || !(args[0] instanceof String)) {
-        String prepared = preparedSql;
-        return prepared != null && isStatementSql(method.getName()) ? prepared : null;
-      }
-      String name = method.getName();
-      if (isView() ? CONNECTION_SQL.contains(name) : isStatement() && isStatementSql(name)) {
-        return (String) args[0];
-      }
-      return null;
-    }
-
-    private static boolean isStatementSql(String name) {
-      return name.startsWith("execute") || name.equals("addBatch");
-    }
-
-    /** Replaces proxies of this graph among the arguments by the objects they wrap. */
-    private Object[] unwrapArguments(Object[] args) {
-      if (args == null) {
-        return null;
-      }
-      Object[] out = args;
-      for (int i = 0; i < args.length; i++) {
-        Handler h = handlerOf(args[i]);
-        if (h != null && h.graph == graph) {
-          if (out == args) {
-            out = args.clone();
-          }
-          out[i] = h.target;
-        }
-      }
-      return out;
-    }
-
-    private static Handler handlerOf(Object o) {
-      if (o != null && Proxy.isProxyClass(o.getClass())) {
-        InvocationHandler h = Proxy.getInvocationHandler(o);
-        if (h instanceof Handler) {
-          return (Handler) h;
-        }
-      }
-      return null;
-    }
-
-    /** What the caller gets instead of {@code result}: the view, a proxy, or the value itself. */
-    private Object wrap(Object result) {
-      if (result == null) {
-        return null;
-      }
-      if (result instanceof Connection) {
-        return graph.view;
-      }
-      Class<?> as = wrappedType(result);
-      if (as == null) {
-        return result;
-      }
-      for (Handler h = this; h != null; h = h.parent) {
-        if (h.target == result) {
-          return h.proxy;
-        }
-      }
-      return new Handler(graph, as, result, this).proxy;
-    }
-
-    private static Class<?> wrappedType(Object o) {
-      for (Class<?> type : WRAPPED) {
-        if (type.isInstance(o)) {
-          return type;
-        }
-      }
-      return null;
-    }
-
-    private Object unwrap(Class<?> iface) throws SQLException {
-      if (iface != null && iface.isInstance(proxy)) {
-        return proxy;
-      }
-      throw new SQLException(
-          "unwrap("
-              + (iface == null ? "null" : iface.getName())
-              + ") on the lease's "
-              + type.getSimpleName()
-              + " is refused: it would hand out the lease's locked session; a pool would take it"
-              + " back, or close would end it, while the lease still holds the lock. Only the"
-              + " JDBC interface "
-              + type.getName()
-              + " is available "
-              + graph.description,
-          "0A000");
-    }
-
-    @Override
-    public String toString() {
-      return (isView() ? "lease connection" : "lease " + type.getSimpleName())
-          + "@"
-          + Integer.toHexString(System.identityHashCode(proxy))
-          + " "
-          + graph.description;
-    }
+    return new GuardHandler.Graph(session, hooks, description).view;
   }
 }

@@ -100,18 +100,31 @@ public final class SessionSql {
   }
 
   /**
-   * One blocking wait under {@code lock_timeout}: pid, in_recovery, already_held, granted, and
-   * (only once granted) the two restored settings. The already-held check runs in the same
-   * statement, before every wait. Once the lock is granted, the same statement puts {@code
-   * lock_timeout} and {@code statement_timeout} back to the session's own values, so a takeover
-   * needs no round trip of its own for that. Binds: lock_timeout, statement_timeout to restore; key
-   * arguments; key locks.
+   * One blocking wait under {@code lock_timeout}, and, once granted, everything a takeover needs in
+   * the same round trip: pid, in_recovery, already_held, granted; then, only once granted (each
+   * guarded by {@code CASE}, evaluated after the inner query took the lock): the two restored
+   * settings, the fencing token (xid8, timeline; its commit flushed, see {@link #fencingToken}) and
+   * the seconds the server spent in the statement before the token (its own clock, for the proof of
+   * liveness). While it waits, no xid is assigned and nothing is written. The already-held check
+   * runs in the same statement, before every wait. Binds: lock_timeout, statement_timeout to
+   * restore; the token's message; key arguments; key locks.
+   *
+   * @param key the key
+   * @param walTimeline whether the token carries the WAL timeline ({@link TokenMode})
+   * @return the statement
    */
-  public static String waitLock(LockKey key) {
+  public static String waitLock(LockKey key, boolean walTimeline) {
     return "SELECT w.pid, w.in_recovery, w.already, w.locked, CASE WHEN w.locked THEN"
         + " pg_catalog.set_config('lock_timeout', ?::text, false) END, CASE WHEN w.locked THEN"
-        + " pg_catalog.set_config('statement_timeout', ?::text, false) END FROM (SELECT t.pid,"
-        + " t.in_recovery, t.already, CASE WHEN t.in_recovery OR t.already THEN false ELSE"
+        + " pg_catalog.set_config('statement_timeout', ?::text, false) END, CASE WHEN w.locked"
+        + " THEN pg_catalog.set_config('synchronous_commit', 'on', true) END, CASE WHEN w.locked"
+        + " THEN pg_catalog.pg_logical_emit_message(true, 'retsu-lock-fence', ?::text)::text END,"
+        + " CASE WHEN w.locked THEN pg_catalog.pg_current_xact_id()::text::bigint END, CASE WHEN"
+        + " w.locked THEN "
+        + TokenMode.timeline(walTimeline)
+        + " END, CASE WHEN w.locked THEN pg_catalog.date_part('epoch',"
+        + " pg_catalog.clock_timestamp() - pg_catalog.statement_timestamp()) END FROM (SELECT"
+        + " t.pid, t.in_recovery, t.already, CASE WHEN t.in_recovery OR t.already THEN false ELSE"
         + " pg_catalog.pg_advisory_lock("
         + KeySql.arguments(key)
         + ")::text = '' END AS locked FROM (SELECT pg_catalog.pg_backend_pid() AS pid,"
@@ -180,12 +193,14 @@ public final class SessionSql {
    * The fencing token: xid8, timeline, (setting), pid. The transactional WAL message makes the
    * commit flush synchronously (with synchronous_commit forced on for it), so a crash cannot hand
    * this xid out again. Binds the message text.
+   *
+   * @param walTimeline whether the token carries the WAL timeline ({@link TokenMode})
+   * @return the statement
    */
-  public static String fencingToken() {
-    return "SELECT pg_catalog.pg_current_xact_id()::text::bigint,"
-        + " ('x' || pg_catalog.substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1,"
-        + " 8))::bit(32)::int, pg_catalog.set_config('synchronous_commit', 'on', true),"
-        + " pg_catalog.pg_backend_pid()"
+  public static String fencingToken(boolean walTimeline) {
+    return "SELECT pg_catalog.pg_current_xact_id()::text::bigint, "
+        + TokenMode.timeline(walTimeline)
+        + ", pg_catalog.set_config('synchronous_commit', 'on', true), pg_catalog.pg_backend_pid()"
         + " FROM pg_catalog.pg_logical_emit_message(true, 'retsu-lock-fence', ?)";
   }
 

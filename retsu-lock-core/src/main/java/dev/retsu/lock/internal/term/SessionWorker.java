@@ -6,8 +6,6 @@ import dev.retsu.lock.LossReason;
 import dev.retsu.lock.Term;
 import dev.retsu.lock.internal.Diagnostics;
 import dev.retsu.lock.internal.TimeSource;
-import dev.retsu.lock.internal.session.PgSession;
-import dev.retsu.lock.internal.session.ProofException;
 import dev.retsu.lock.internal.session.Proofs;
 import dev.retsu.lock.internal.session.Session;
 import java.sql.SQLException;
@@ -41,7 +39,7 @@ public final class SessionWorker extends TermEnd {
   /** The longest one wait on the socket holds the session: a queued thread waits at most this. */
   public static final int IDLE_SLICE_MILLIS = 10;
 
-  private static final long SLICE_NANOS = IDLE_SLICE_MILLIS * 1_000_000L;
+  static final long SLICE_NANOS = IDLE_SLICE_MILLIS * 1_000_000L;
 
   /**
    * A constant, linked at class initialisation (the warm-up), not at a takeover's first refresh.
@@ -266,46 +264,6 @@ public final class SessionWorker extends TermEnd {
     long now = options.time().nanoTime();
     if (now - session.proofs().nextHeartbeat() >= 0 || session.proofs().ownershipDue()) {
       prove();
-    }
-  }
-
-  /**
-   * Acts on what a probe of the socket found: the session's end ends its terms; anything else
-   * pending is read by a proof. Call with the I/O lock free or held by the caller.
-   */
-  void evidence(PgSession.Evidence found) {
-    if (found == PgSession.Evidence.ENDED) {
-      sessionEnded(
-          LossReason.SESSION_LOST,
-          new SQLException("The server ended the session (seen on its socket)", "08006"));
-    } else if (found == PgSession.Evidence.PENDING) {
-      prove();
-    }
-  }
-
-  /**
-   * Reads the socket for a bare EOF or reset if nothing read it for a slice and nobody is using the
-   * session (never queues ahead of a user thread): at most a millisecond on the socket.
-   */
-  void readIfUnread() {
-    if (!session.proofs().unreadFor(SLICE_NANOS) || !session.tryLockIo()) {
-      return;
-    }
-    try {
-      if (endReason() == null && session.isOpen()) {
-        evidence(session.probe(0, true));
-      }
-    } finally {
-      session.unlockIo();
-    }
-  }
-
-  /** Proves the session; what it finds ends terms through this worker (the listener). */
-  void prove() {
-    try {
-      session.prove();
-    } catch (ProofException e) {
-      // reported to this worker by the session
     }
   }
 

@@ -1,19 +1,10 @@
 package dev.retsu.lock.internal.term;
 
-import dev.retsu.lock.LockKey;
 import dev.retsu.lock.LossReason;
+import dev.retsu.lock.internal.session.PgSession;
 import dev.retsu.lock.internal.session.ProofException;
 import dev.retsu.lock.internal.session.Session;
-import java.time.Duration;
-import java.util.ArrayList;
-import java.util.Comparator;
-import java.util.List;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicReference;
+import java.sql.SQLException;
 import java.util.function.BooleanSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -27,38 +18,12 @@ import org.slf4j.LoggerFactory;
  * self-fenced). Self-fencing differs in one step: the session is aborted right after {@code
  * onLost}, from the fencing thread, well before the server could free its keys. Thread-safe.
  */
-abstract class TermEnd implements Session.Listener {
+abstract class TermEnd extends TermFinish implements Session.Listener {
 
   private static final Logger LOG = LoggerFactory.getLogger(TermEnd.class);
 
-  /** What the recipe hears from a worker. */
-  public interface Owner {
-    /** Hears nothing. */
-    Owner NONE = new Owner() {};
-
-    /**
-     * A term of the session was finished: listeners told, its key released or its session ended.
-     */
-    default void termEnded(TermState t) {}
-
-    /** The session ended and every term on it was finished. */
-    default void sessionFinished(LossReason reason, Throwable cause) {}
-  }
-
-  final Session session;
-  final TermOptions options;
-  final TermListeners listeners;
-  final ReleasePolicy policy;
-  final Owner owner;
-  final BooleanSupplier closing;
-  final Map<LockKey, TermState> terms = new ConcurrentHashMap<>();
-  final CountDownLatch done = new CountDownLatch(1);
-  private final AtomicReference<LossReason> endReason = new AtomicReference<>();
-  private final AtomicBoolean finished = new AtomicBoolean();
-  private volatile Throwable endCause;
   private volatile boolean interruptedByUs;
   volatile Thread thread;
-  volatile TermState running;
   volatile long taskDeadline = Long.MAX_VALUE;
   volatile SessionWatchdog watchdog;
 
@@ -69,34 +34,10 @@ abstract class TermEnd implements Session.Listener {
       ReleasePolicy policy,
       Owner owner,
       BooleanSupplier closing) {
-    this.session = session;
-    this.options = options;
-    this.listeners = listeners;
-    this.policy = policy;
-    this.owner = owner;
-    this.closing = closing;
+    super(session, options, listeners, policy, owner, closing);
   }
 
   abstract void wake();
-
-  /** The session's end reason, or null while it lives. */
-  LossReason endReason() {
-    return endReason.get();
-  }
-
-  /** Whether the session has ended (its terms then end too). */
-  public boolean ended() {
-    return endReason.get() != null || !session.isOpen();
-  }
-
-  /** The session. */
-  public Session session() {
-    return session;
-  }
-
-  String context(TermState t) {
-    return session.id().context();
-  }
 
   void watchdogWake() {
     SessionWatchdog w = watchdog;
@@ -122,6 +63,7 @@ abstract class TermEnd implements Session.Listener {
    * Ends the session and every term on it, from any thread. With {@code abortNow} (self-fencing)
    * listeners are told and the session aborted right here; otherwise the worker finishes.
    */
+  @Override
   public void endSession(LossReason why, Throwable error, boolean abortNow) {
     boolean first = endReason.compareAndSet(null, why);
     if (first) {
@@ -201,116 +143,6 @@ abstract class TermEnd implements Session.Listener {
   }
 
   /**
-   * Worker: finishes the terms that ended while no refresh of theirs ran. Under {@link
-   * ReleasePolicy#UNLOCK_KEY} every such term hears {@code onLost} first, then the keys of those
-   * that ended gracefully are unlocked in one statement.
-   */
-  void finishEnded() {
-    List<LockKey> unlock = new ArrayList<>();
-    for (TermState t : new ArrayList<>(terms.values())) {
-      if (!t.ended() || running == t) {
-        continue;
-      }
-      if (policy == ReleasePolicy.END_SESSION) {
-        finish(t, false);
-      } else if (t.startFinishing()) {
-        terms.remove(t.term().key(), t);
-        try {
-          listeners.lost(t);
-        } finally {
-          owner.termEnded(t);
-        }
-        if (policy.unlocks(t.reason())) {
-          unlock.add(t.term().key());
-        }
-      }
-    }
-    if (!unlock.isEmpty() && endReason() == null && session.isOpen()) {
-      try {
-        session.unlock(unlock);
-      } catch (java.sql.SQLException e) {
-        // Not knowing whether the keys are still held, end the session: that releases them.
-        endSession(LossReason.SESSION_LOST, e, false);
-      } catch (ProofException e) {
-        endSession(e.reason(), e.getCause(), false);
-      }
-    }
-  }
-
-  /**
-   * The one term of an {@link ReleasePolicy#END_SESSION} session: {@code onLost}, then the session
-   * ends (aborted with {@code abort}), which releases the key; once, whoever comes first.
-   */
-  void finish(TermState t, boolean abort) {
-    if (t.startFinishing()) {
-      finishClaimed(t, abort);
-    }
-  }
-
-  private void finishClaimed(TermState t, boolean abort) {
-    terms.remove(t.term().key(), t);
-    try {
-      logEnd(t);
-      listeners.lost(t);
-    } finally {
-      try {
-        if (abort) {
-          session.abort();
-        } else {
-          session.end();
-        }
-      } finally {
-        owner.termEnded(t);
-        done.countDown();
-      }
-    }
-  }
-
-  /** Tells listeners of every term's end, then ends the session; once. */
-  void finishSession(boolean abort) {
-    if (!finished.compareAndSet(false, true)) {
-      return;
-    }
-    LossReason why = endReason.get() != null ? endReason.get() : LossReason.CLOSED;
-    try {
-      List<TermState> all = new ArrayList<>(terms.values());
-      all.sort(Comparator.comparingLong(t -> t.term().number()));
-      for (TermState t : all) {
-        t.claim(why, endCause); // one added meanwhile
-        if (t.startFinishing()) {
-          terms.remove(t.term().key(), t);
-          if (policy == ReleasePolicy.END_SESSION) {
-            logEnd(t);
-          }
-          listeners.lost(t);
-          owner.termEnded(t);
-        }
-      }
-    } finally {
-      if (abort) {
-        session.abort();
-      } else {
-        session.end();
-      }
-      owner.sessionFinished(why, endCause);
-      done.countDown();
-    }
-  }
-
-  private void logEnd(TermState t) {
-    LossReason why = t.reason();
-    LOG.info(
-        "{} Leadership {} ({}) after {}: term {}, token {}{}",
-        session.id().context(),
-        why == LossReason.CLOSED ? "released" : "lost",
-        why,
-        Duration.between(t.term().start(), options.time().now()),
-        t.term().number(),
-        t.term().fencingToken(),
-        t.cause() == null ? "" : ": " + t.cause());
-  }
-
-  /**
    * Ends the session for a close, from any thread: the running refresh is interrupted and awaited
    * up to {@code closeTimeout}; one that ignores the interrupt past it is logged at ERROR, naming
    * its thread, and the terms are finished and the session ended anyway.
@@ -344,24 +176,42 @@ abstract class TermEnd implements Session.Listener {
   }
 
   /**
-   * Waits up to {@code timeout} for the worker to have finished the session.
-   *
-   * @return true if it has
+   * Acts on what a probe of the socket found: the session's end ends its terms; anything else
+   * pending is read by a proof. Call with the I/O lock free or held by the caller.
    */
-  public boolean awaitDone(Duration timeout) {
-    boolean interrupted = false;
+  void evidence(PgSession.Evidence found) {
+    if (found == PgSession.Evidence.ENDED) {
+      sessionEnded(
+          LossReason.SESSION_LOST,
+          new SQLException("The server ended the session (seen on its socket)", "08006"));
+    } else if (found == PgSession.Evidence.PENDING) {
+      prove();
+    }
+  }
+
+  /**
+   * Reads the socket for a bare EOF or reset if nothing read it for a slice and nobody is using the
+   * session (never queues ahead of a user thread): at most a millisecond on the socket.
+   */
+  void readIfUnread() {
+    if (!session.proofs().unreadFor(SessionWorker.SLICE_NANOS) || !session.tryLockIo()) {
+      return;
+    }
     try {
-      while (true) {
-        try {
-          return done.await(timeout.toNanos(), TimeUnit.NANOSECONDS);
-        } catch (InterruptedException e) {
-          interrupted = true;
-        }
+      if (endReason() == null && session.isOpen()) {
+        evidence(session.probe(0, true));
       }
     } finally {
-      if (interrupted) {
-        Thread.currentThread().interrupt();
-      }
+      session.unlockIo();
+    }
+  }
+
+  /** Proves the session; what it finds ends terms through this worker (the listener). */
+  void prove() {
+    try {
+      session.prove();
+    } catch (ProofException e) {
+      // reported to this worker by the session
     }
   }
 }

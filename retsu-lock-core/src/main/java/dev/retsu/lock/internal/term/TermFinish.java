@@ -1,0 +1,226 @@
+package dev.retsu.lock.internal.term;
+
+import dev.retsu.lock.LockKey;
+import dev.retsu.lock.LossReason;
+import dev.retsu.lock.internal.session.ProofException;
+import dev.retsu.lock.internal.session.Session;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BooleanSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * How the terms of one session are finished once they ended, for every recipe: {@code onLost} once
+ * per term, then the release the {@link ReleasePolicy} says (end the session, or unlock the keys of
+ * the terms that ended gracefully), and the latch a closing thread waits on. Which term ends and
+ * why is {@link TermEnd}'s. Thread-safe.
+ */
+abstract class TermFinish {
+
+  private static final Logger LOG = LoggerFactory.getLogger(TermEnd.class);
+
+  /** What the recipe hears from a worker. */
+  public interface Owner {
+    /** Hears nothing. */
+    Owner NONE = new Owner() {};
+
+    /**
+     * A term of the session was finished: listeners told, its key released or its session ended.
+     */
+    default void termEnded(TermState t) {}
+
+    /** The session ended and every term on it was finished. */
+    default void sessionFinished(LossReason reason, Throwable cause) {}
+  }
+
+  final Session session;
+  final TermOptions options;
+  final TermListeners listeners;
+  final ReleasePolicy policy;
+  final Owner owner;
+  final BooleanSupplier closing;
+  final Map<LockKey, TermState> terms = new ConcurrentHashMap<>();
+  final CountDownLatch done = new CountDownLatch(1);
+  final AtomicReference<LossReason> endReason = new AtomicReference<>();
+  private final AtomicBoolean finished = new AtomicBoolean();
+  volatile Throwable endCause;
+  volatile TermState running;
+
+  TermFinish(
+      Session session,
+      TermOptions options,
+      TermListeners listeners,
+      ReleasePolicy policy,
+      Owner owner,
+      BooleanSupplier closing) {
+    this.session = session;
+    this.options = options;
+    this.listeners = listeners;
+    this.policy = policy;
+    this.owner = owner;
+    this.closing = closing;
+  }
+
+  /** Ends the session and every term on it, from any thread (see {@link TermEnd}). */
+  public abstract void endSession(LossReason why, Throwable error, boolean abortNow);
+
+  /** The session's end reason, or null while it lives. */
+  LossReason endReason() {
+    return endReason.get();
+  }
+
+  /** Whether the session has ended (its terms then end too). */
+  public boolean ended() {
+    return endReason.get() != null || !session.isOpen();
+  }
+
+  /** The session. */
+  public Session session() {
+    return session;
+  }
+
+  String context(TermState t) {
+    return session.id().context();
+  }
+
+  /**
+   * Worker: finishes the terms that ended while no refresh of theirs ran. Under {@link
+   * ReleasePolicy#UNLOCK_KEY} every such term hears {@code onLost} first, then the keys of those
+   * that ended gracefully are unlocked in one statement.
+   */
+  void finishEnded() {
+    List<LockKey> unlock = new ArrayList<>();
+    for (TermState t : new ArrayList<>(terms.values())) {
+      if (!t.ended() || running == t) {
+        continue;
+      }
+      if (policy == ReleasePolicy.END_SESSION) {
+        finish(t, false);
+      } else if (t.startFinishing()) {
+        terms.remove(t.term().key(), t);
+        try {
+          listeners.lost(t);
+        } finally {
+          owner.termEnded(t);
+        }
+        if (policy.unlocks(t.reason())) {
+          unlock.add(t.term().key());
+        }
+      }
+    }
+    if (!unlock.isEmpty() && endReason() == null && session.isOpen()) {
+      try {
+        session.unlock(unlock);
+      } catch (java.sql.SQLException e) {
+        // Not knowing whether the keys are still held, end the session: that releases them.
+        endSession(LossReason.SESSION_LOST, e, false);
+      } catch (ProofException e) {
+        endSession(e.reason(), e.getCause(), false);
+      }
+    }
+  }
+
+  /**
+   * The one term of an {@link ReleasePolicy#END_SESSION} session: {@code onLost}, then the session
+   * ends (aborted with {@code abort}), which releases the key; once, whoever comes first.
+   */
+  void finish(TermState t, boolean abort) {
+    if (t.startFinishing()) {
+      finishClaimed(t, abort);
+    }
+  }
+
+  void finishClaimed(TermState t, boolean abort) {
+    terms.remove(t.term().key(), t);
+    try {
+      logEnd(t);
+      listeners.lost(t);
+    } finally {
+      try {
+        if (abort) {
+          session.abort();
+        } else {
+          session.end();
+        }
+      } finally {
+        owner.termEnded(t);
+        done.countDown();
+      }
+    }
+  }
+
+  /** Tells listeners of every term's end, then ends the session; once. */
+  void finishSession(boolean abort) {
+    if (!finished.compareAndSet(false, true)) {
+      return;
+    }
+    LossReason why = endReason.get() != null ? endReason.get() : LossReason.CLOSED;
+    try {
+      List<TermState> all = new ArrayList<>(terms.values());
+      all.sort(Comparator.comparingLong(t -> t.term().number()));
+      for (TermState t : all) {
+        t.claim(why, endCause); // one added meanwhile
+        if (t.startFinishing()) {
+          terms.remove(t.term().key(), t);
+          if (policy == ReleasePolicy.END_SESSION) {
+            logEnd(t);
+          }
+          listeners.lost(t);
+          owner.termEnded(t);
+        }
+      }
+    } finally {
+      if (abort) {
+        session.abort();
+      } else {
+        session.end();
+      }
+      owner.sessionFinished(why, endCause);
+      done.countDown();
+    }
+  }
+
+  private void logEnd(TermState t) {
+    LossReason why = t.reason();
+    LOG.info(
+        "{} Leadership {} ({}) after {}: term {}, token {}{}",
+        session.id().context(),
+        why == LossReason.CLOSED ? "released" : "lost",
+        why,
+        Duration.between(t.term().start(), options.time().now()),
+        t.term().number(),
+        t.term().fencingToken(),
+        t.cause() == null ? "" : ": " + t.cause());
+  }
+
+  /**
+   * Waits up to {@code timeout} for the worker to have finished the session.
+   *
+   * @return true if it has
+   */
+  public boolean awaitDone(Duration timeout) {
+    boolean interrupted = false;
+    try {
+      while (true) {
+        try {
+          return done.await(timeout.toNanos(), TimeUnit.NANOSECONDS);
+        } catch (InterruptedException e) {
+          interrupted = true;
+        }
+      }
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+}
