@@ -8,6 +8,7 @@ import dev.retsu.lock.FailurePolicy;
 import dev.retsu.lock.LeaderLoop;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.LossReason;
+import dev.retsu.lock.TakeoverMode;
 import dev.retsu.lock.Term;
 import dev.retsu.lock.UnsafeSessionException;
 import dev.retsu.lock.testing.EmbeddedPostgresServer;
@@ -20,7 +21,8 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.postgresql.ds.PGSimpleDataSource;
 
 /**
@@ -49,6 +51,10 @@ class ReplicaFailoverIntegrationTest {
   }
 
   private LeaderLoop loop(String url, String id, RecordingTerms terms) {
+    return loop(url, id, terms, TakeoverMode.POLL);
+  }
+
+  private LeaderLoop loop(String url, String id, RecordingTerms terms, TakeoverMode mode) {
     PGSimpleDataSource ds = new PGSimpleDataSource();
     ds.setUrl(url);
     ds.setUser("postgres");
@@ -57,6 +63,7 @@ class ReplicaFailoverIntegrationTest {
         FaultTiming.fast(LeaderLoop.builder(ds, LockKey.named("retsu-test", "replica")))
             .candidateId(id)
             .failurePolicy(FailurePolicy.STEP_DOWN)
+            .takeover(mode)
             .listener(terms)
             .build();
     loops.add(loop);
@@ -79,8 +86,14 @@ class ReplicaFailoverIntegrationTest {
     }
   }
 
-  @Test
-  void standbyCandidateRefusesAndCandidatesReElectOnThePromotedPrimary() throws Exception {
+  /**
+   * The same failover with WAIT standbys: their terms take the token in the statement that waits,
+   * and it still increases across the promotion.
+   */
+  @ParameterizedTest
+  @EnumSource(TakeoverMode.class)
+  void standbyCandidateRefusesAndCandidatesReElectOnThePromotedPrimary(TakeoverMode mode)
+      throws Exception {
     LeaderLoop onStandby = loop(standby.jdbcUrl("postgres"), "on-standby", new RecordingTerms());
     assertThatThrownBy(() -> onStandby.run(ctx -> {}))
         .isInstanceOfSatisfying(
@@ -96,8 +109,8 @@ class ReplicaFailoverIntegrationTest {
             + "/postgres?targetServerType=primary";
     RecordingTerms a = new RecordingTerms();
     RecordingTerms b = new RecordingTerms();
-    loop(both, "a", a).start(ctx -> {});
-    loop(both, "b", b).start(ctx -> {});
+    loop(both, "a", a, mode).start(ctx -> {});
+    loop(both, "b", b, mode).start(ctx -> {});
     await().atMost(WITHIN).until(() -> a.acquired.size() + b.acquired.size() == 1);
     Term before = a.acquired.isEmpty() ? b.acquired.get(0) : a.acquired.get(0);
     assertThat(before.fencingToken().timeline()).isEqualTo(1);
