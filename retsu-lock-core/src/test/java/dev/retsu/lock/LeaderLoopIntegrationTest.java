@@ -15,8 +15,10 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
@@ -442,6 +444,55 @@ class LeaderLoopIntegrationTest {
       int terms = crash + 1;
       await().atMost(WITHIN).until(() -> l.acquired().size() >= terms);
       assertThat(l.acquired().get(crash).fencingToken()).isGreaterThan(before);
+    }
+  }
+
+  /**
+   * A listener is user code: one that never returns from {@code onLost} keeps the lock no longer
+   * than {@code closeTimeout} after a graceful close, and the standby then leads while it still
+   * hangs (the term was over before it was told).
+   */
+  @Test
+  void aListenerThatHangsInOnLostHoldsTheLockAtMostCloseTimeout(TestDatabase db) {
+    LockKey key = freshKey();
+    CountDownLatch hang = new CountDownLatch(1);
+    AtomicBoolean returned = new AtomicBoolean();
+    LeaderLoop a =
+        track(
+            fast(db, key, "a")
+                .closeTimeout(Duration.ofMillis(500))
+                .listener(
+                    new LeaderListener() {
+                      @Override
+                      public void onLost(Term term, LossReason reason, Throwable cause) {
+                        boolean interrupted = false;
+                        while (hang.getCount() > 0) {
+                          try {
+                            hang.await();
+                          } catch (InterruptedException e) {
+                            interrupted = true; // a hung listener ignores interrupts too
+                          }
+                        }
+                        returned.set(true);
+                        if (interrupted) {
+                          Thread.currentThread().interrupt();
+                        }
+                      }
+                    })
+                .build());
+    try {
+      a.start(ctx -> {});
+      await().atMost(WITHIN).until(a::isLeader);
+      LeaderLoop b = track(fast(db, key, "b").build());
+      b.start(ctx -> {});
+      CompletableFuture.runAsync(a::close);
+
+      // Without the release after closeTimeout (0.5 s) only the server's idle_session_timeout
+      // (11 s) would free the lock.
+      await().atMost(Duration.ofSeconds(6)).until(b::isLeader);
+      assertThat(returned).as("a's listener still hangs").isFalse();
+    } finally {
+      hang.countDown();
     }
   }
 

@@ -116,9 +116,15 @@ public final class LoopTerm {
     watchdog.watch(worker);
     worker.run(task);
     if (!worker.awaitDone(settings.term().closeTimeout())) {
+      // The term's end is logged after its release, which waits for onLost: say it here.
       LOG.warn(
-          "{} A listener has been in onLost for over {}",
+          "{} Leadership {} ({}): term {}, token {}; a listener has been in onLost for over {},"
+              + " and the lock is released once it returns",
           settings.context(),
+          state.reason() == LossReason.CLOSED ? "released" : "lost",
+          state.reason(),
+          state.term().number(),
+          state.term().fencingToken(),
           settings.term().closeTimeout());
     }
     return state.reason() != null ? state.reason() : LossReason.CLOSED;

@@ -21,11 +21,11 @@ import org.slf4j.LoggerFactory;
  * This class instead, in order:
  *
  * <ol>
- *   <li>tells a pool it knows to evict the connection ({@code evictConnection} on HikariCP, {@code
- *       invalidateConnection} on DBCP2 and pools with the same method);
  *   <li>closes (or, when another thread is using it, aborts) the physical pgjdbc connection under
  *       the handle, found through {@link Connection#unwrap}; a closed session ends at once on the
- *       server;
+ *       server, which frees the lock before anything else here runs;
+ *   <li>tells a pool it knows to evict the connection ({@code evictConnection} on HikariCP, {@code
+ *       invalidateConnection} on DBCP2 and pools with the same method);
  *   <li>when no physical connection can be reached, terminates its own backend with {@code
  *       pg_terminate_backend(pg_backend_pid())};
  *   <li>closes the handle, which a pool then discards as broken.
@@ -106,8 +106,10 @@ public final class SessionTerminator {
    */
   public static boolean endSession(
       DataSource dataSource, Connection handle, boolean busy, String context) {
-    boolean evicted = evictFromPool(dataSource, handle, context);
+    // The physical session first: it frees the lock at once, before a pool's first eviction in
+    // this JVM links its classes (HikariCP: a few milliseconds) while a successor waits.
     boolean ended = closePhysical(handle, busy, context);
+    boolean evicted = evictFromPool(dataSource, handle, context);
     if (!ended && !busy) {
       ended = terminateOwnBackend(handle, context);
     }

@@ -145,7 +145,8 @@ abstract class TermEnd extends TermFinish implements Session.Listener {
   /**
    * Ends the session for a close, from any thread: the running refresh is interrupted and awaited
    * up to {@code closeTimeout}; one that ignores the interrupt past it is logged at ERROR, naming
-   * its thread, and the terms are finished and the session ended anyway.
+   * its thread, and the terms are finished and the session ended anyway. So is a listener still in
+   * {@code onLost} after {@code closeTimeout}: the session is aborted while it runs.
    */
   public void close() {
     endSession(LossReason.CLOSED, null, false);
@@ -155,6 +156,17 @@ abstract class TermEnd extends TermFinish implements Session.Listener {
     if (!awaitDone(options.closeTimeout())) {
       Thread w = thread;
       TermState r = running;
+      Thread listening = telling;
+      if (listening != null) {
+        LOG.error(
+            "{} A listener has been in onLost on thread {} for closeTimeout {}; releasing the lock"
+                + " anyway: make listeners return promptly",
+            session.id().context(),
+            listening.getName(),
+            options.closeTimeout());
+        session.abort(); // no write: the listener's thread may be in a call on the session
+        return;
+      }
       LOG.error(
           "{} The refresh of term {} on thread {} ignored the interrupt for closeTimeout {};"
               + " releasing the lock anyway: make the task stop when interrupted",

@@ -55,6 +55,9 @@ abstract class TermFinish {
   volatile Throwable endCause;
   volatile TermState running;
 
+  /** The thread telling listeners of a term's end right now, or null. */
+  volatile Thread telling;
+
   TermFinish(
       Session session,
       TermOptions options,
@@ -108,7 +111,7 @@ abstract class TermFinish {
       } else if (t.startFinishing()) {
         terms.remove(t.term().key(), t);
         try {
-          listeners.lost(t);
+          tell(t);
         } finally {
           owner.termEnded(t);
         }
@@ -142,8 +145,7 @@ abstract class TermFinish {
   void finishClaimed(TermState t, boolean abort) {
     terms.remove(t.term().key(), t);
     try {
-      logEnd(t);
-      listeners.lost(t);
+      tell(t);
     } finally {
       try {
         if (abort) {
@@ -152,6 +154,7 @@ abstract class TermFinish {
           session.end();
         }
       } finally {
+        logEnd(t); // after the release: a successor waits for nothing here
         owner.termEnded(t);
         done.countDown();
       }
@@ -164,6 +167,7 @@ abstract class TermFinish {
       return;
     }
     LossReason why = endReason.get() != null ? endReason.get() : LossReason.CLOSED;
+    List<TermState> told = new ArrayList<>();
     try {
       List<TermState> all = new ArrayList<>(terms.values());
       all.sort(Comparator.comparingLong(t -> t.term().number()));
@@ -171,10 +175,8 @@ abstract class TermFinish {
         t.claim(why, endCause); // one added meanwhile
         if (t.startFinishing()) {
           terms.remove(t.term().key(), t);
-          if (policy == ReleasePolicy.END_SESSION) {
-            logEnd(t);
-          }
-          listeners.lost(t);
+          told.add(t);
+          tell(t);
           owner.termEnded(t);
         }
       }
@@ -184,8 +186,21 @@ abstract class TermFinish {
       } else {
         session.end();
       }
+      if (policy == ReleasePolicy.END_SESSION) {
+        told.forEach(this::logEnd); // after the release: a successor waits for nothing here
+      }
       owner.sessionFinished(why, endCause);
       done.countDown();
+    }
+  }
+
+  /** {@code onLost} for one term, with this thread recorded as the one telling. */
+  private void tell(TermState t) {
+    telling = Thread.currentThread();
+    try {
+      listeners.lost(t);
+    } finally {
+      telling = null;
     }
   }
 
