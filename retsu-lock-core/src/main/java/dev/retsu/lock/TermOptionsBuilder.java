@@ -230,6 +230,35 @@ public abstract class TermOptionsBuilder<B extends TermOptionsBuilder<B>> {
     return self();
   }
 
+  /**
+   * The fast-failover settings: a partitioned, paused or vanished leader is replaced within about 3
+   * seconds instead of about 11, with the same guarantee (the leader fences itself before the
+   * server can free its lock). The server ends the leader's session after 2 seconds of silence
+   * (keepalives 1 s, 1 s, 1; {@code tcp_user_timeout} and {@code idle_session_timeout} 2 s), the
+   * leader fences itself 1 second after the start of its last successful round trip, and proves its
+   * session every 500 ms ({@code roundTripTimeout} 1 s). A loop also retries every 500 ms. What it
+   * costs: two heartbeats a second per leader session, and a leader whose round trips stall for
+   * about half a second (a long GC pause, a slow network, an overloaded server) fences itself and
+   * hands over where the defaults would have ridden it out. Options set after this call override
+   * it.
+   *
+   * @return this builder
+   */
+  public B fastFailover() {
+    heartbeatInterval(FAST_HEARTBEAT_INTERVAL);
+    selfFenceAfter(FAST_SELF_FENCE_AFTER);
+    serverKeepalives(Duration.ofSeconds(1), Duration.ofSeconds(1), 1);
+    serverIdleSessionTimeout(Duration.ofSeconds(2));
+    roundTripTimeout(Duration.ofSeconds(1));
+    return self();
+  }
+
+  /** {@link #fastFailover()}'s heartbeat: 500 ms. */
+  public static final Duration FAST_HEARTBEAT_INTERVAL = Duration.ofMillis(500);
+
+  /** {@link #fastFailover()}'s self-fencing deadline: 1 second. */
+  public static final Duration FAST_SELF_FENCE_AFTER = Duration.ofSeconds(1);
+
   /** Test seam: simulated time. */
   B timeSource(TimeSource time) {
     this.time = Objects.requireNonNull(time, "time");
