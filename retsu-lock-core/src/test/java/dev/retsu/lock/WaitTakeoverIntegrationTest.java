@@ -177,9 +177,10 @@ class WaitTakeoverIntegrationTest {
         .until(
             () ->
                 db.queryInts(
-                            "SELECT count(*)::int FROM pg_stat_activity WHERE application_name LIKE"
-                                + " '%wait-no-xid%' AND wait_event_type = 'Lock' AND wait_event ="
-                                + " 'advisory'")
+                            "SELECT count(*)::int FROM pg_stat_activity WHERE application_name ="
+                                + " 'retsu-lock:wait-no-xid' AND wait_event_type = 'Lock' AND"
+                                + " wait_event = 'advisory' AND state = 'active' AND query LIKE"
+                                + " '/* retsu-lock standby wait */%'")
                         .get(0)
                     == 1);
     assertThat(

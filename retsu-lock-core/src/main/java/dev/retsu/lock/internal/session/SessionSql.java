@@ -23,6 +23,12 @@ public final class SessionSql {
   /** The custom setting that marks a session as the library's own. */
   public static final String MARKER = "retsu.lock_session";
 
+  /**
+   * The comment a waiting standby's statement starts with, so that monitors can tell it from a
+   * long-running query ({@code pg_stat_activity.query LIKE '/* retsu-lock standby wait%'}).
+   */
+  public static final String STANDBY_WAIT = "/* retsu-lock standby wait */";
+
   private static final String THIS_DATABASE =
       "(SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname ="
           + " pg_catalog.current_database())";
@@ -114,7 +120,8 @@ public final class SessionSql {
    * @return the statement
    */
   public static String waitLock(LockKey key, boolean walTimeline) {
-    return "SELECT w.pid, w.in_recovery, w.already, w.locked, CASE WHEN w.locked THEN"
+    return STANDBY_WAIT
+        + " SELECT w.pid, w.in_recovery, w.already, w.locked, CASE WHEN w.locked THEN"
         + " pg_catalog.set_config('lock_timeout', ?::text, false) END, CASE WHEN w.locked THEN"
         + " pg_catalog.set_config('statement_timeout', ?::text, false) END, CASE WHEN w.locked"
         + " THEN pg_catalog.set_config('synchronous_commit', 'on', true) END, CASE WHEN w.locked"
