@@ -95,6 +95,9 @@ public final class LeaderGroup implements AutoCloseable {
   /** Default wait before a lost session is opened again: 1 second. */
   public static final Duration DEFAULT_RECONNECT_INTERVAL = Duration.ofSeconds(1);
 
+  /** Default interval of the watch on the previous member: 25 ms. */
+  public static final Duration DEFAULT_MEMBER_WATCH_INTERVAL = Duration.ofMillis(25);
+
   private static final Logger LOG = LoggerFactory.getLogger(LeaderGroup.class);
 
   /** The lifecycle of a group. */

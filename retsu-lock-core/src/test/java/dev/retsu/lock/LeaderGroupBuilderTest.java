@@ -64,6 +64,21 @@ class LeaderGroupBuilderTest {
             "selfFenceAfter must be at least PT1S shorter than the server-side");
     assertThatThrownBy(() -> LeaderGroup.partitioned(ds, "t", 0))
         .hasMessage("partitions must be within 1..100000, but was 0");
+    assertThatThrownBy(
+            () -> LeaderGroup.builder(ds, "g", keys).memberWatchInterval(Duration.ofMillis(1)))
+        .hasMessage("memberWatchInterval must be zero (off) or 5 ms to 10 s, but was PT0.001S");
+    assertThatThrownBy(
+            () -> LeaderGroup.builder(ds, "g", keys).memberWatchInterval(Duration.ofSeconds(11)))
+        .hasMessage("memberWatchInterval must be zero (off) or 5 ms to 10 s, but was PT11S");
+  }
+
+  @Test
+  void fastFailoverFitsAGroupsRules() {
+    LeaderGroup g = LeaderGroup.builder(ds, "fast", keys).fastFailover().build();
+    g.close();
+    LeaderGroup off =
+        LeaderGroup.builder(ds, "no-watch", keys).memberWatchInterval(Duration.ZERO).build();
+    off.close();
   }
 
   @Test

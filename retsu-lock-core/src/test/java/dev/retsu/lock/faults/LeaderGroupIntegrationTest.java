@@ -149,6 +149,7 @@ class LeaderGroupIntegrationTest {
     }
     assertThat(a.openSessions()).isLessThanOrEqualTo(LeaderGroup.DEFAULT_SESSIONS);
     assertThat(db.clientSessions("retsu-lock:a")).isLessThanOrEqualTo(LeaderGroup.DEFAULT_SESSIONS);
+    assertThat(db.clientSessions("retsu-lock-watch:a")).isEqualTo(1); // the push path's
 
     List<LockKey> ofC = c.heldKeys();
     c.close();
@@ -160,6 +161,36 @@ class LeaderGroupIntegrationTest {
     await().atMost(WITHIN).until(() -> GroupRecorder.balanced(N, List.of(a, b)));
     assertThat(a.rebalances() + b.rebalances() + c.rebalances()).isPositive();
     assertSafe(Set.of());
+  }
+
+  /**
+   * The push path: with a membership read only every 10 s, a member that closes is taken over at
+   * once, because it tells the group when its keys are released, and one whose sessions all end
+   * without a word (a crash, here every backend of the member terminated) is seen by the member
+   * that watches its membership slot, which tells the others.
+   */
+  @Test
+  void aMemberThatLeavesOrVanishesIsTakenOverAtOnceNotAtTheNextMembershipRead(
+      TestDatabase db, TestInfo info) throws Exception {
+    setUp(info);
+    Duration slowRounds = Duration.ofSeconds(10);
+    LeaderGroup a = start(member(db, "a").membershipInterval(slowRounds), "a");
+    LeaderGroup b = start(member(db, "b").membershipInterval(slowRounds), "b");
+    LeaderGroup c =
+        start(
+            member(db, "c").membershipInterval(slowRounds).reconnectInterval(Duration.ofMinutes(1)),
+            "c");
+    await().atMost(WITHIN).until(() -> GroupRecorder.balanced(N, List.of(a, b, c)));
+
+    b.close(); // graceful: its keys are released, then the group is told
+    await().atMost(Duration.ofSeconds(3)).until(() -> a.heldCount() + c.heldCount() == N);
+
+    // Every session of c ends at once and none says why, as in a crash of its process.
+    db.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            + " WHERE application_name = 'retsu-lock:c'");
+    await().atMost(Duration.ofSeconds(3)).until(() -> a.heldCount() == N);
+    assertSafe(Set.of("c"));
   }
 
   @Test

@@ -38,6 +38,12 @@ public final class Coordinator implements Runnable {
 
   private static final long POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
 
+  /** The gap between rounds while a change settles and this member is below its quota: 50 ms. */
+  private static final long SWEEP_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
+
+  /** How long after a membership change rounds come every {@link #SWEEP_NANOS}: 1 second. */
+  private static final long SWEEP_WINDOW_NANOS = TimeUnit.SECONDS.toNanos(1);
+
   private final GroupCore core;
   private final List<SessionSlot> slots;
   private final Rebalancer rebalancer;
@@ -48,6 +54,8 @@ public final class Coordinator implements Runnable {
   private long lastSlot = -1;
   private long rejoiningUntil;
   private boolean rejoining;
+  private volatile MemberWatch watch;
+  private long changedAt = Long.MIN_VALUE / 2;
 
   /**
    * The coordinator of a member.
@@ -83,6 +91,20 @@ public final class Coordinator implements Runnable {
     return members;
   }
 
+  /** The member's watch, told of each membership read. */
+  void watch(MemberWatch w) {
+    this.watch = w;
+  }
+
+  /** A member joined, left or is gone: a round now, whatever the sessions' state. */
+  public void roundNow() {
+    roundNow.set(true);
+    Thread t = thread;
+    if (t != null) {
+      LockSupport.unpark(t);
+    }
+  }
+
   /**
    * A session was opened or ended: look again now, and rebalance at once when every session is open
    * (after a server restart each member then takes its own share of the freed keys).
@@ -107,7 +129,11 @@ public final class Coordinator implements Runnable {
         LOG.warn("{} Rebalancing failed; trying again next round", core.settings().context(), e);
       }
       long jitter = (long) (interval * 0.1 * (ThreadLocalRandom.current().nextDouble() * 2 - 1));
-      long until = time.nanoTime() + interval + jitter;
+      // Right after a change, keys may still be on their way to being free (a crashed member's
+      // sessions end one after another): look again soon while this member is below its quota.
+      boolean settling = time.nanoTime() - changedAt - SWEEP_WINDOW_NANOS < 0;
+      long next = settling && below() ? Math.min(interval, SWEEP_NANOS) : interval;
+      long until = time.nanoTime() + next + (next == interval ? jitter : 0);
       while (!core.closing() && time.nanoTime() - until < 0) {
         time.park(Math.min(until - time.nanoTime(), POLL_NANOS));
         if (Thread.interrupted() && core.closing()) {
@@ -131,7 +157,12 @@ public final class Coordinator implements Runnable {
     }
     int planned = planned(seen.length, mine);
     members = seen.length;
+    MemberWatch w = watch;
+    if (w != null) {
+      w.membership(seen, (int) mine);
+    }
     if (rebalancer.membership(planned, rank)) {
+      changedAt = time.nanoTime();
       LOG.info(
           "{} {} member(s){}; this one is rank {}, quota {} of {} keys",
           core.settings().context(),
@@ -141,6 +172,9 @@ public final class Coordinator implements Runnable {
           rebalancer.quota(),
           core.settings().keys().size());
     }
+    if (time.nanoTime() - changedAt - SWEEP_WINDOW_NANOS < 0) {
+      rebalancer.sweepAgain(); // the departed member's sessions may end one after another
+    }
     BitSet held = core.heldSet();
     List<Integer> surplus = rebalancer.surplus(held);
     if (!surplus.isEmpty()) {
@@ -148,6 +182,10 @@ public final class Coordinator implements Runnable {
       return;
     }
     takeUpToQuota(rebalancer.roundBudget(held.cardinality(), MIN_TRIES_PER_ROUND));
+  }
+
+  private boolean below() {
+    return core.heldSet().cardinality() < rebalancer.quota();
   }
 
   private static int rankOf(long[] seen, long mine) {

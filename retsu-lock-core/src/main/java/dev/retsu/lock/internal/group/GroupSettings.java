@@ -23,6 +23,8 @@ import java.util.Map;
  * @param batchSize the most keys one locking statement tries
  * @param membershipInterval between membership reads and rebalances
  * @param reconnectInterval the wait before a lost session is opened again
+ * @param memberWatchInterval between two looks at the previous member's slot (zero: no watch
+ *     session, departures are seen at the next membership read)
  */
 public record GroupSettings(
     TermOptions term,
@@ -32,7 +34,8 @@ public record GroupSettings(
     int sessions,
     int batchSize,
     Duration membershipInterval,
-    Duration reconnectInterval) {
+    Duration reconnectInterval,
+    Duration memberWatchInterval) {
 
   /** Checks what ties the options together. */
   public GroupSettings {

@@ -35,6 +35,7 @@ public final class Member implements SessionSlot.Events {
   private final List<SessionSlot> slots = new ArrayList<>();
   private final Coordinator coordinator;
   private final SessionWatchdog watchdog;
+  private final MemberWatch watch;
 
   /**
    * A member, not started.
@@ -51,6 +52,12 @@ public final class Member implements SessionSlot.Events {
       slots.add(new SessionSlot(core, i, watchdog, this));
     }
     this.coordinator = new Coordinator(core, slots);
+    if (settings.memberWatchInterval().isZero()) {
+      this.watch = null;
+    } else {
+      this.watch = new MemberWatch(core, core.membership().namespace(), coordinator::roundNow);
+      coordinator.watch(watch);
+    }
   }
 
   /** The member's session slots. */
@@ -97,6 +104,9 @@ public final class Member implements SessionSlot.Events {
           first.getMessage());
     }
     coordinator.start();
+    if (watch != null) {
+      watch.start();
+    }
   }
 
   private String candidateId() {
@@ -198,6 +208,9 @@ public final class Member implements SessionSlot.Events {
       }
     }
     watchdog.stop();
+    if (watch != null) {
+      watch.leave(); // the keys are released: the others take them over at once
+    }
     return true;
   }
 

@@ -43,6 +43,11 @@ public final class Membership {
     }
   }
 
+  /** The group's namespace: the first part of its membership slots' keys. */
+  int namespace() {
+    return namespace;
+  }
+
   /** The key that stands for the group in messages: {@code (ns, 0)}. */
   public LockKey groupKey() {
     return LockKey.of(namespace, 0);

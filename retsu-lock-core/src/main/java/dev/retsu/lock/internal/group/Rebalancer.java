@@ -181,6 +181,11 @@ public final class Rebalancer {
     return quota(n, members);
   }
 
+  /** The next round sweeps the ring too: what a change freed may still be on its way. */
+  public void sweepAgain() {
+    sweeps = Math.max(sweeps, 1);
+  }
+
   private int start() {
     return preferredStart(n, members, rank);
   }

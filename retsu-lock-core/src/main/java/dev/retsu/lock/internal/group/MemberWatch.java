@@ -1,0 +1,235 @@
+package dev.retsu.lock.internal.group;
+
+import dev.retsu.lock.AdvisoryLockException;
+import dev.retsu.lock.internal.session.PgSession;
+import dev.retsu.lock.internal.session.Session;
+import dev.retsu.lock.internal.session.SessionOpener;
+import dev.retsu.lock.internal.term.Wakeup;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.HexFormat;
+import org.postgresql.PGNotification;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A group member's push path ({@code retsu-lock-group-<name>-watch}, daemon): a session of its own
+ * that listens on the group's channel and, every {@code memberWatchInterval}, looks whether the
+ * member before this one (in membership-slot order, round the ring) still holds its slot: one
+ * shared-mode try that is given back at once, so no statement waits and no snapshot is held between
+ * looks. A member that leaves notifies the channel once its keys are released ({@code left}); one
+ * that joins notifies it too ({@code joined}); a member that finds the one before it gone (a crash
+ * sends nothing) notifies the others ({@code gone}). Each notice, and each departure seen, starts a
+ * round of the coordinator at once, so the keys of a member that left or crashed are taken over in
+ * milliseconds instead of at the next membership read. Each member watches one other, so the group
+ * holds one watch session per member, not one per pair. Thread-safe.
+ */
+final class MemberWatch implements Runnable {
+
+  private static final Logger LOG = LoggerFactory.getLogger(MemberWatch.class);
+
+  /** The watch session's {@code application_name} is this and the candidate id. */
+  static final String WATCH_APPLICATION_PREFIX = "retsu-lock-watch:";
+
+  private final GroupCore core;
+  private final SessionOpener.Spec spec;
+  private final Runnable roundNow;
+  private final int namespace;
+  private final String channel;
+  private final int intervalMillis;
+  private final Wakeup wakeup;
+  private volatile Session session;
+  private volatile Thread thread;
+  private volatile int own = -1;
+  private volatile int previous = -1;
+  private volatile String pending;
+
+  MemberWatch(GroupCore core, int namespace, Runnable roundNow) {
+    this.core = core;
+    this.roundNow = roundNow;
+    this.namespace = namespace;
+    SessionOpener.Spec g = core.settings().spec();
+    this.spec =
+        new SessionOpener.Spec(
+            g.dataSource(),
+            g.key(),
+            g.candidateId(),
+            "[group=" + core.settings().name() + ", candidate=" + g.candidateId() + ", watch]",
+            applicationName(g.candidateId()),
+            g.settings(),
+            g.roundTripTimeout(),
+            g.heartbeat(),
+            g.selfFenceAfter(),
+            g.time());
+    this.channel =
+        "retsu_lock_group_" + HexFormat.of().toHexDigits(namespace); // an identifier, 25 chars
+    this.intervalMillis = (int) Math.max(1, core.settings().memberWatchInterval().toMillis());
+    this.wakeup = new Wakeup(g.time(), core::closing);
+  }
+
+  private static String applicationName(String candidateId) {
+    String name = WATCH_APPLICATION_PREFIX + candidateId;
+    return name.length() > 63 ? name.substring(0, 63) : name; // PostgreSQL keeps 63 bytes
+  }
+
+  /** The channel the group's members notify. */
+  String channel() {
+    return channel;
+  }
+
+  void start() {
+    Thread t = new Thread(this, "retsu-lock-group-" + core.settings().name() + "-watch");
+    t.setDaemon(true);
+    thread = t;
+    t.start();
+  }
+
+  /**
+   * What the last membership read saw: this member's slot and the others', ascending. The member to
+   * watch is the one before this one, round the ring; a new slot of this member is announced.
+   */
+  void membership(long[] slots, int mine) {
+    previous = previous(slots, mine);
+    if (mine != own) {
+      own = mine;
+      pending = "joined:" + mine;
+    }
+  }
+
+  /**
+   * The member to watch: the highest slot below {@code mine}, or round the ring the highest of all;
+   * -1 when this member is alone.
+   *
+   * @param slots the members' slots, ascending
+   * @param mine this member's slot
+   * @return the slot to watch, or -1
+   */
+  static int previous(long[] slots, int mine) {
+    int before = -1;
+    for (long s : slots) {
+      if (s < mine) {
+        before = (int) s;
+      }
+    }
+    if (before < 0 && slots.length > 0) {
+      before = (int) slots[slots.length - 1]; // round the ring: the highest slot
+    }
+    return before == mine ? -1 : before;
+  }
+
+  /**
+   * Tells the others this member left, once its keys are released, then ends the watch session.
+   * From the stopping thread; never throws.
+   */
+  void leave() {
+    Session s = session;
+    int slot = own;
+    if (s != null && slot >= 0 && s.isOpen()) {
+      try {
+        s.call(c -> notify(c, "left:" + slot));
+      } catch (SQLException | RuntimeException e) {
+        LOG.debug("{} Could not tell the group this member left: {}", spec.context(), e.toString());
+      }
+    }
+    stop();
+  }
+
+  void stop() {
+    Thread t = thread;
+    if (t != null) {
+      t.interrupt();
+    }
+    Session s = session;
+    if (s != null) {
+      s.end();
+    }
+  }
+
+  @Override
+  public void run() {
+    while (!core.closing()) {
+      Session s;
+      try {
+        s = SessionOpener.open(spec);
+      } catch (AdvisoryLockException e) {
+        LOG.debug("{} Opening the watch session failed: {}", spec.context(), e.getMessage());
+        wakeup.await(core.settings().reconnectInterval().toNanos(), () -> false);
+        continue;
+      }
+      session = s;
+      try {
+        s.call(this::listen);
+        watch(s);
+      } catch (SQLException e) {
+        if (!core.closing()) {
+          LOG.debug("{} The watch session failed: {}", spec.context(), e.toString());
+        }
+      } finally {
+        s.end();
+        session = null;
+      }
+      if (!core.closing()) {
+        wakeup.await(core.settings().reconnectInterval().toNanos(), () -> false);
+      }
+    }
+  }
+
+  private Void listen(java.sql.Connection c) throws SQLException {
+    try (Statement st = c.createStatement()) {
+      st.execute("LISTEN " + channel);
+    }
+    return null;
+  }
+
+  private void watch(Session s) throws SQLException {
+    while (!core.closing() && s.isOpen()) {
+      PGNotification[] notes = s.call(c -> PgSession.await(c, intervalMillis));
+      if (notes == null) {
+        wakeup.await(intervalMillis * 1_000_000L, () -> false); // no pgjdbc: looks only
+      } else if (notes.length > 0) {
+        LOG.debug("{} Notice from the group: {}", spec.context(), notes[0].getParameter());
+        roundNow.run();
+      }
+      String announce = pending;
+      if (announce != null) {
+        pending = null;
+        s.call(c -> notify(c, announce));
+      }
+      int before = previous;
+      if (before >= 0 && s.call(c -> free(c, before))) {
+        previous = -1;
+        LOG.debug("{} The member at slot {} is gone", spec.context(), before);
+        s.call(c -> notify(c, "gone:" + before));
+        roundNow.run();
+      }
+    }
+  }
+
+  private Void notify(java.sql.Connection c, String what) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement("SELECT pg_catalog.pg_notify(?, ?)")) {
+      ps.setString(1, channel);
+      ps.setString(2, what);
+      ps.execute();
+    }
+    return null;
+  }
+
+  /** Whether a membership slot is free: a shared-mode try, given back at once. */
+  private Boolean free(java.sql.Connection c, int slot) throws SQLException {
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "SELECT pg_catalog.pg_try_advisory_lock_shared(?::int4, ?::int4) AND"
+                + " pg_catalog.pg_advisory_unlock_shared(?::int4, ?::int4)")) {
+      ps.setInt(1, namespace);
+      ps.setInt(2, slot);
+      ps.setInt(3, namespace);
+      ps.setInt(4, slot);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getBoolean(1);
+      }
+    }
+  }
+}

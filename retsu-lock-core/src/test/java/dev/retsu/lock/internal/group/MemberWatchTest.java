@@ -1,0 +1,24 @@
+package dev.retsu.lock.internal.group;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import org.junit.jupiter.api.Test;
+
+/** Which member a member watches: the one before it, round the ring; itself never. */
+class MemberWatchTest {
+
+  @Test
+  void eachMemberWatchesTheOneBeforeItRoundTheRing() {
+    long[] ring = {3, 17, 200};
+    assertThat(MemberWatch.previous(ring, 17)).isEqualTo(3);
+    assertThat(MemberWatch.previous(ring, 200)).isEqualTo(17);
+    assertThat(MemberWatch.previous(ring, 3)).isEqualTo(200);
+  }
+
+  @Test
+  void aMemberAloneWatchesNobodyAndTwoWatchEachOther() {
+    assertThat(MemberWatch.previous(new long[] {42}, 42)).isEqualTo(-1);
+    assertThat(MemberWatch.previous(new long[] {5, 9}, 5)).isEqualTo(9);
+    assertThat(MemberWatch.previous(new long[] {5, 9}, 9)).isEqualTo(5);
+  }
+}
