@@ -95,12 +95,7 @@ class FastFailoverIntegrationTest {
             () ->
                 mode == TakeoverMode.POLL
                     ? attempts.get() > 0
-                    : db.queryInts(
-                                "SELECT count(*)::int FROM pg_stat_activity WHERE"
-                                    + " application_name = 'retsu-lock:fast-b' AND wait_event ="
-                                    + " 'advisory'")
-                            .get(0)
-                        == 1);
+                    : db.waitingForAdvisoryLocks("retsu-lock:fast-b") == 1);
     assertThat(b.isLeader()).isFalse();
 
     long cut = System.nanoTime();

@@ -80,15 +80,7 @@ class FencingTokenFallbackIntegrationTest {
             .listener(recording(terms))
             .build()) {
       standby.start(ctx -> {});
-      await()
-          .atMost(WITHIN)
-          .until(
-              () ->
-                  db.queryInts(
-                              "SELECT count(*)::int FROM pg_stat_activity WHERE application_name LIKE"
-                                  + " '%nowal-wait%' AND wait_event = 'advisory'")
-                          .get(0)
-                      == 1);
+      await().atMost(WITHIN).until(() -> db.waitingForAdvisoryLocks("retsu-lock:nowal-wait") == 1);
       before = db.queryInts("SELECT pg_current_xact_id()::text::int").get(0);
       held.close();
       await().atMost(WITHIN).until(() -> terms.size() == 1);

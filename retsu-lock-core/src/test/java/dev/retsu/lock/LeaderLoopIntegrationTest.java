@@ -424,15 +424,7 @@ class LeaderLoopIntegrationTest {
                 .listener(l)
                 .build());
     b.start(ctx -> {});
-    await()
-        .atMost(WITHIN)
-        .until(
-            () ->
-                db.queryInts(
-                            "SELECT count(*)::int FROM pg_stat_activity WHERE application_name ="
-                                + " 'retsu-lock:b' AND wait_event = 'advisory'")
-                        .get(0)
-                    == 1);
+    await().atMost(WITHIN).until(() -> db.waitingForAdvisoryLocks("retsu-lock:b") == 1);
     held.close();
     await().atMost(WITHIN).until(() -> l.acquired().size() == 1);
     // Three crashes: a token whose commit was not flushed comes back after about half of them.

@@ -201,6 +201,22 @@ public final class TestDatabase implements AutoCloseable {
   }
 
   /**
+   * Counts the sessions with this {@code application_name} that wait for an advisory lock right now
+   * (a WAIT standby in its wait).
+   *
+   * @param applicationName the sessions' {@code application_name}, e.g. {@code retsu-lock:b}
+   * @return how many wait
+   * @throws SQLException on a database error
+   */
+  public int waitingForAdvisoryLocks(String applicationName) throws SQLException {
+    return queryInts(
+            "SELECT count(*)::int FROM pg_stat_activity WHERE application_name = ?"
+                + " AND wait_event_type = 'Lock' AND wait_event = 'advisory'",
+            applicationName)
+        .get(0);
+  }
+
+  /**
    * Terminates a backend as an operator would, with {@code pg_terminate_backend}, and waits up to 5
    * seconds for it to exit.
    *

@@ -6,7 +6,6 @@ import dev.retsu.lock.internal.session.Session;
 import dev.retsu.lock.internal.session.SessionOpener;
 import dev.retsu.lock.internal.term.Wakeup;
 import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.HexFormat;
@@ -36,7 +35,6 @@ final class MemberWatch implements Runnable {
   private final GroupCore core;
   private final SessionOpener.Spec spec;
   private final Runnable roundNow;
-  private final int namespace;
   private final String channel;
   private final int intervalMillis;
   private final Wakeup wakeup;
@@ -49,7 +47,6 @@ final class MemberWatch implements Runnable {
   MemberWatch(GroupCore core, int namespace, Runnable roundNow) {
     this.core = core;
     this.roundNow = roundNow;
-    this.namespace = namespace;
     SessionOpener.Spec g = core.settings().spec();
     this.spec =
         new SessionOpener.Spec(
@@ -198,7 +195,7 @@ final class MemberWatch implements Runnable {
         s.call(c -> notify(c, announce));
       }
       int before = previous;
-      if (before >= 0 && s.call(c -> free(c, before))) {
+      if (before >= 0 && s.call(c -> core.membership().isFree(c, before))) {
         previous = -1;
         LOG.debug("{} The member at slot {} is gone", spec.context(), before);
         s.call(c -> notify(c, "gone:" + before));
@@ -214,22 +211,5 @@ final class MemberWatch implements Runnable {
       ps.execute();
     }
     return null;
-  }
-
-  /** Whether a membership slot is free: a shared-mode try, given back at once. */
-  private Boolean free(java.sql.Connection c, int slot) throws SQLException {
-    try (PreparedStatement ps =
-        c.prepareStatement(
-            "SELECT pg_catalog.pg_try_advisory_lock_shared(?::int4, ?::int4) AND"
-                + " pg_catalog.pg_advisory_unlock_shared(?::int4, ?::int4)")) {
-      ps.setInt(1, namespace);
-      ps.setInt(2, slot);
-      ps.setInt(3, namespace);
-      ps.setInt(4, slot);
-      try (ResultSet rs = ps.executeQuery()) {
-        rs.next();
-        return rs.getBoolean(1);
-      }
-    }
   }
 }

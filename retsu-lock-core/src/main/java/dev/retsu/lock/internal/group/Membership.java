@@ -7,6 +7,7 @@ import java.nio.charset.StandardCharsets;
 import java.security.GeneralSecurityException;
 import java.security.MessageDigest;
 import java.security.SecureRandom;
+import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -78,6 +79,30 @@ public final class Membership {
             }
           }
         });
+  }
+
+  /**
+   * Whether one membership slot is free: a shared-mode try, given back at once (no wait).
+   *
+   * @param c the watching session's connection
+   * @param slot the slot
+   * @return true when no member holds it
+   * @throws SQLException when the statement failed
+   */
+  boolean isFree(Connection c, int slot) throws SQLException {
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "SELECT pg_catalog.pg_try_advisory_lock_shared(?::int4, ?::int4) AND"
+                + " pg_catalog.pg_advisory_unlock_shared(?::int4, ?::int4)")) {
+      ps.setInt(1, namespace);
+      ps.setInt(2, slot);
+      ps.setInt(3, namespace);
+      ps.setInt(4, slot);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getBoolean(1);
+      }
+    }
   }
 
   /**
