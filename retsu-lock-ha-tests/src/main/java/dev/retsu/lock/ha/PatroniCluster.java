@@ -472,7 +472,6 @@ public final class PatroniCluster implements AutoCloseable {
     p.setProperty("password", "postgres");
     p.setProperty("connectTimeout", Integer.toString(timeoutSeconds));
     p.setProperty("socketTimeout", Integer.toString(timeoutSeconds));
-    p.setProperty("loginTimeout", Integer.toString(timeoutSeconds));
     p.setProperty("ApplicationName", "retsu-ha-harness");
     return DriverManager.getConnection(url, p);
   }
