@@ -35,7 +35,7 @@ import java.util.stream.Stream;
  *
  * <p>Faults: a planned switchover ({@code patronictl switchover}), kill -9 or SIGSTOP of a node's
  * postmaster, SIGSTOP of its Patroni (the HA agent frozen), a crash of the whole node, a network
- * partition of the node (nftables), and stalled WAL receivers (replica lag). Not thread-safe: one
+ * partition of the node (nftables), and cut replication links (replica lag). Not thread-safe: one
  * test drives it.
  */
 public final class PatroniCluster implements AutoCloseable {
@@ -119,6 +119,7 @@ public final class PatroniCluster implements AutoCloseable {
   private final Path ctlConfig;
   private final List<Node> nodes = new ArrayList<>();
   private final Partition partition;
+  private final Partition replicationCut;
   private final HttpClient http =
       HttpClient.newBuilder().connectTimeout(Duration.ofMillis(800)).build();
   private Process etcd;
@@ -137,6 +138,7 @@ public final class PatroniCluster implements AutoCloseable {
     this.etcdPeerPort = ChildJvm.freePort();
     this.primaryPort = ChildJvm.freePort();
     this.partition = new Partition("retsu_ha_" + ProcessHandle.current().pid());
+    this.replicationCut = new Partition("retsu_ha_r" + ProcessHandle.current().pid());
     List<ClusterConfig.NodeSpec> specs = new ArrayList<>();
     for (int i = 1; i <= settings.nodes(); i++) {
       Path home = work.resolve("pg" + i);
@@ -557,6 +559,67 @@ public final class PatroniCluster implements AutoCloseable {
   }
 
   /**
+   * Waits until the cluster is healthy; if it is not within {@code within}, repairs the suspect
+   * node as an operator would ({@code patronictl reinit}, done by hand: stop its Patroni, kill
+   * every PostgreSQL process of its data directory, empty the directory, start Patroni again, which
+   * clones the leader), then waits again.
+   *
+   * @param suspect the node that may be stuck
+   * @param within how long it may take to heal by itself
+   * @return empty when it healed by itself, else why it had to be repaired
+   */
+  public Optional<String> awaitHealthyOrRepair(Node suspect, Duration within) {
+    try {
+      awaitHealthy(within);
+      return Optional.empty();
+    } catch (IllegalStateException stuck) {
+      String why = stuck.getMessage();
+      System.err.println("[ha] repairing " + suspect + ": " + why);
+      if (suspect.agentAlive()) {
+        signal(suspect.agentPid(), "KILL");
+        try {
+          suspect.agent.waitFor(10, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }
+      postgresProcesses(suspect).forEach(pid -> signalQuietly(pid, "KILL"));
+      try (Stream<Path> s = Files.walk(suspect.spec.dataDir())) {
+        s.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+      } catch (IOException | UncheckedIOException e) {
+        throw new IllegalStateException("cannot empty " + suspect.spec.dataDir(), e);
+      }
+      startAgent(suspect);
+      awaitHealthy(Duration.ofSeconds(180));
+      return Optional.of(why);
+    }
+  }
+
+  /** Every process whose command line names the node's data directory (its postmasters). */
+  private static List<Long> postgresProcesses(Node n) {
+    List<Long> out = new ArrayList<>();
+    String dir = n.spec.dataDir().toString();
+    try (Stream<Path> procs = Files.list(Path.of("/proc"))) {
+      procs
+          .filter(p -> p.getFileName().toString().matches("[0-9]+"))
+          .forEach(
+              p -> {
+                try {
+                  String cmdline = Files.readString(p.resolve("cmdline")).replace('\0', ' ');
+                  if (cmdline.contains("postgres") && cmdline.contains("-D " + dir)) {
+                    out.add(Long.parseLong(p.getFileName().toString()));
+                  }
+                } catch (IOException | UncheckedIOException gone) {
+                  // the process ended meanwhile
+                }
+              });
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot list /proc", e);
+    }
+    return out;
+  }
+
+  /**
    * Cuts a node off: its cluster-facing PostgreSQL, REST and etcd ports drop every packet.
    *
    * @param n the node
@@ -571,18 +634,35 @@ public final class PatroniCluster implements AutoCloseable {
   }
 
   /**
-   * The pid of a replica's WAL receiver.
+   * Replica lag: drops every packet of the replication connections to a primary (found by the
+   * replicas' ports in its {@code pg_stat_replication}), so that nothing it writes from now on
+   * reaches a replica, while it keeps serving clients, HAProxy, Patroni and the DCS.
    *
-   * @param n a replica
-   * @return the pid
-   * @throws SQLException when it has none or does not answer
+   * @param primary the primary
+   * @return the replicas' client ports that were cut
+   * @throws SQLException when the primary does not answer
    */
-  public long walReceiverPid(Node n) throws SQLException {
-    int pid = query(n, "SELECT coalesce((SELECT pid FROM pg_stat_wal_receiver), 0)");
-    if (pid == 0) {
-      throw new SQLException(n + " has no WAL receiver");
+  public List<Integer> cutReplication(Node primary) throws SQLException {
+    List<Integer> ports = new ArrayList<>();
+    try (Connection c = connect(primary.directUrl(), 2);
+        Statement s = c.createStatement();
+        ResultSet rs =
+            s.executeQuery("SELECT client_port FROM pg_stat_replication WHERE client_port > 0")) {
+      while (rs.next()) {
+        ports.add(rs.getInt(1));
+      }
     }
-    return pid;
+    if (ports.size() != nodes.size() - 1) {
+      throw new IllegalStateException(
+          primary + " has " + ports.size() + " replication connections, not " + (nodes.size() - 1));
+    }
+    replicationCut.drop(ports);
+    return ports;
+  }
+
+  /** Ends {@link #cutReplication}. */
+  public void restoreReplication() {
+    replicationCut.heal();
   }
 
   /**
@@ -690,10 +770,12 @@ public final class PatroniCluster implements AutoCloseable {
    */
   @Override
   public void close() {
-    try {
-      partition.heal();
-    } catch (RuntimeException e) {
-      System.err.println("[ha] cannot remove the partition table: " + e.getMessage());
+    for (Partition p : List.of(partition, replicationCut)) {
+      try {
+        p.heal();
+      } catch (RuntimeException e) {
+        System.err.println("[ha] cannot remove a partition table: " + e.getMessage());
+      }
     }
     for (Node n : nodes) {
       if (n.agent != null && n.agent.isAlive()) {
@@ -719,6 +801,7 @@ public final class PatroniCluster implements AutoCloseable {
       n.postmasterPid()
           .filter(pid -> ownPostmaster(pid, n))
           .ifPresent(pid -> signalQuietly(pid, "KILL"));
+      postgresProcesses(n).forEach(pid -> signalQuietly(pid, "KILL"));
     }
     for (Process p : new Process[] {haproxy, etcd}) {
       if (p != null && p.isAlive()) {

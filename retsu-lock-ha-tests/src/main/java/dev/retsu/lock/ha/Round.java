@@ -71,6 +71,7 @@ public record Round(String scenario, int rep, Map<String, String> figures) {
           "effects_accepted",
           "effects_rejected",
           "effects_failed",
+          "old_node_rejoined",
           "stall_term_token",
           "stall_token_on_new_primary",
           "stall_effects_accepted",

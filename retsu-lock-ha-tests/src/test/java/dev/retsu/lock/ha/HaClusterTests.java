@@ -218,6 +218,17 @@ abstract class HaClusterTests {
     }
   }
 
+  /**
+   * Waits for the cluster to heal after a round; a node Patroni leaves stuck is repaired and the
+   * round says so (a finding, not a failure of the library).
+   */
+  String rejoin(PatroniCluster.Node old) {
+    return cluster
+        .awaitHealthyOrRepair(old, Duration.ofSeconds(45))
+        .map(why -> "REPAIRED (" + why.replace('\t', ' ') + ")")
+        .orElse("by itself");
+  }
+
   /** A figure as a number; fails when it is missing. */
   static double number(Round r, String column) {
     String v = r.figures().get(column);
