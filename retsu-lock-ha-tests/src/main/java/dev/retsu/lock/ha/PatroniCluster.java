@@ -583,7 +583,23 @@ public final class PatroniCluster implements AutoCloseable {
           Thread.currentThread().interrupt();
         }
       }
-      postgresProcesses(suspect).forEach(pid -> signalQuietly(pid, "KILL"));
+      // A stuck node may run postmasters Patroni lost track of (the double start): kill every
+      // PostgreSQL process of its data directory, its pid file and its socket's lock file, until
+      // none is left.
+      for (int round = 0; round < 50; round++) {
+        List<Long> left = postgresProcesses(suspect);
+        if (left.isEmpty()) {
+          break;
+        }
+        System.err.println("[ha] killing PostgreSQL processes of " + suspect + ": " + left);
+        left.forEach(pid -> signalQuietly(pid, "KILL"));
+        pause(200);
+      }
+      try (Stream<Path> s = Files.walk(suspect.spec.socketDir())) {
+        s.filter(p -> !p.equals(suspect.spec.socketDir())).forEach(p -> p.toFile().delete());
+      } catch (IOException | UncheckedIOException e) {
+        throw new IllegalStateException("cannot empty " + suspect.spec.socketDir(), e);
+      }
       try (Stream<Path> s = Files.walk(suspect.spec.dataDir())) {
         s.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
       } catch (IOException | UncheckedIOException e) {
@@ -595,9 +611,13 @@ public final class PatroniCluster implements AutoCloseable {
     }
   }
 
-  /** Every process whose command line names the node's data directory (its postmasters). */
+  /**
+   * Every PostgreSQL process of a node: those whose command line names its data directory, and
+   * those its pid file or its socket's lock file name (a postmaster whose directory was removed
+   * under it still holds the socket).
+   */
   private static List<Long> postgresProcesses(Node n) {
-    List<Long> out = new ArrayList<>();
+    java.util.Set<Long> out = new java.util.TreeSet<>();
     String dir = n.spec.dataDir().toString();
     try (Stream<Path> procs = Files.list(Path.of("/proc"))) {
       procs
@@ -606,7 +626,7 @@ public final class PatroniCluster implements AutoCloseable {
               p -> {
                 try {
                   String cmdline = Files.readString(p.resolve("cmdline")).replace('\0', ' ');
-                  if (cmdline.contains("postgres") && cmdline.contains("-D " + dir)) {
+                  if (cmdline.contains("postgres") && cmdline.contains(dir)) {
                     out.add(Long.parseLong(p.getFileName().toString()));
                   }
                 } catch (IOException | UncheckedIOException gone) {
@@ -616,7 +636,24 @@ public final class PatroniCluster implements AutoCloseable {
     } catch (IOException e) {
       throw new UncheckedIOException("cannot list /proc", e);
     }
-    return out;
+    List<Path> pidFiles = new ArrayList<>();
+    pidFiles.add(n.spec.dataDir().resolve("postmaster.pid"));
+    pidFiles.add(n.spec.socketDir().resolve(".s.PGSQL." + n.spec.pgPort() + ".lock"));
+    for (Path f : pidFiles) {
+      try {
+        List<String> lines = Files.readAllLines(f);
+        if (!lines.isEmpty() && lines.get(0).trim().matches("[0-9]+")) {
+          long pid = Long.parseLong(lines.get(0).trim());
+          String comm = Files.readString(Path.of("/proc", Long.toString(pid), "comm")).trim();
+          if (comm.startsWith("postgres")) {
+            out.add(pid);
+          }
+        }
+      } catch (IOException | UncheckedIOException missing) {
+        // no such file, or the process is gone
+      }
+    }
+    return List.copyOf(out);
   }
 
   /**

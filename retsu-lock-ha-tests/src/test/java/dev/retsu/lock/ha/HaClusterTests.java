@@ -224,7 +224,7 @@ abstract class HaClusterTests {
    */
   String rejoin(PatroniCluster.Node old) {
     return cluster
-        .awaitHealthyOrRepair(old, Duration.ofSeconds(45))
+        .awaitHealthyOrRepair(old, Duration.ofSeconds(30))
         .map(why -> "REPAIRED (" + why.replace('\t', ' ') + ")")
         .orElse("by itself");
   }
