@@ -36,8 +36,17 @@ public final class HaEnvironment {
     NEEDED.put(Path.of("/usr/bin/setpriv"), "util-linux");
   }
 
-  /** The services a Debian install may start, stopped right after we installed them. */
-  private static final List<String> SERVICES = List.of("etcd", "haproxy", "patroni", "postgresql");
+  /** The service a package's install may start, stopped right after we installed that package. */
+  private static final Map<String, String> SERVICES =
+      Map.of(
+          "etcd-server",
+          "etcd",
+          "haproxy",
+          "haproxy",
+          "patroni",
+          "patroni",
+          "postgresql-15",
+          "postgresql");
 
   private HaEnvironment() {}
 
@@ -88,10 +97,13 @@ public final class HaEnvironment {
     if (r.status != 0) {
       return Optional.of("apt-get install " + missing + " failed (" + r.status + "): " + r.output);
     }
-    for (String service : SERVICES) {
-      // Debian may start these on install (not where policy-rc.d forbids it): the cluster runs
-      // its own processes on private ports, so stop the system's copies we just brought in.
-      run(List.of("service", service, "stop"), 60);
+    for (String pkg : missing) {
+      // Debian may start a service on install (not where policy-rc.d forbids it): the cluster
+      // runs its own processes on private ports, so stop only what this install brought in.
+      String service = SERVICES.get(pkg);
+      if (service != null) {
+        run(List.of("service", service, "stop"), 60);
+      }
     }
     List<String> still = missingPackages();
     return still.isEmpty()
