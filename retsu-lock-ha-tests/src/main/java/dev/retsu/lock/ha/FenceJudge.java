@@ -90,6 +90,44 @@ public final class FenceJudge {
   }
 
   /**
+   * Whether the cluster's own history went back: a term started under a token older than one an
+   * earlier term had, which happens only when the HA manager gives leadership back to a node whose
+   * history lacks the newer primary's commits (the fence table's among them).
+   *
+   * @param events every candidate's events
+   * @return the first such pair, described, or empty
+   */
+  public static java.util.Optional<String> historyWentBack(List<Event> events) {
+    TermChecker.Token newest = null;
+    String newestTerm = null;
+    List<Event> acquired =
+        events.stream()
+            .filter(e -> e.kind().equals("ACQUIRED"))
+            .sorted(java.util.Comparator.comparingLong(Event::nanos))
+            .toList();
+    for (Event e : acquired) {
+      TermChecker.Token t = TermChecker.token(e.fields().get(1));
+      if (newest != null && newest.isNewerThan(t)) {
+        return java.util.Optional.of(
+            e.member()
+                + "#"
+                + e.fields().get(0)
+                + " started under "
+                + t
+                + " after "
+                + newestTerm
+                + " had "
+                + newest);
+      }
+      if (newest == null || t.isNewerThan(newest)) {
+        newest = t;
+        newestTerm = e.member() + "#" + e.fields().get(0);
+      }
+    }
+    return java.util.Optional.empty();
+  }
+
+  /**
    * The rejected effects: each carried a token older than one the fence had accepted.
    *
    * @param effects the effects

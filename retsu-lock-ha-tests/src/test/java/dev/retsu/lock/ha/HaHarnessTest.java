@@ -119,6 +119,20 @@ class HaHarnessTest {
   }
 
   @Test
+  void theClustersHistoryWentBackWhenATermStartsUnderAnOlderTokenThanAnEarlierOne() {
+    List<Event> forward =
+        List.of(
+            new Event(100, "c1", "ACQUIRED", List.of("1", "16/1400")),
+            new Event(200, "c2", "ACQUIRED", List.of("1", "17/1427")),
+            new Event(300, "c1", "ACQUIRED", List.of("2", "17/1500")));
+    assertThat(FenceJudge.historyWentBack(forward)).isEmpty();
+    List<Event> back = new ArrayList<>(forward);
+    back.add(new Event(400, "probe3", "ACQUIRED", List.of("1", "16/1443")));
+    assertThat(FenceJudge.historyWentBack(back))
+        .hasValue("probe3#1 started under 16/1443 after c1#2 had 17/1500");
+  }
+
+  @Test
   void aRoundMeasuresPromotionTakeoverAndTheSplitBrainFromTheFault() {
     long f = 1000;
     List<NodeMonitor.Sample> samples =

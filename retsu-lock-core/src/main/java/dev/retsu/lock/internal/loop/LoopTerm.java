@@ -54,7 +54,11 @@ public final class LoopTerm {
     } catch (SQLException e) {
       session.end();
       throw new AdvisoryLockException(
-          "Taking the fencing token failed (SQLState " + e.getSQLState() + "); lock released",
+          "Taking the fencing token failed (SQLState "
+              + e.getSQLState()
+              + "); the session was ended, which releases the lock once the server ends its backend"
+              + " (a backend waiting for a synchronous standby to confirm the token's commit keeps"
+              + " it until then)",
           settings.key(),
           settings.candidateId(),
           e);
