@@ -71,6 +71,15 @@ public final class Names {
    */
   public static final String SELF_FENCED_TERMS = "retsu.lock.self.fenced.terms";
 
+  /**
+   * Gauge: 1 when the session of this candidate's current or last term reached PostgreSQL through a
+   * proxy or pooler ({@code dev.retsu.lock.ServerPath#PROXIED}: there only {@code
+   * idle_session_timeout} and self-fencing bound a leader that vanished), 0 when it was direct, NaN
+   * before the first term or when the path is not known. Prometheus: {@code
+   * retsu_lock_session_proxied}.
+   */
+  public static final String SESSION_PROXIED = "retsu.lock.session.proxied";
+
   // ---------------------------------------------------------------- LeaderGroupMetrics
 
   /**
