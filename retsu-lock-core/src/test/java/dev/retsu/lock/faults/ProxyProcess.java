@@ -52,9 +52,11 @@ final class ProxyProcess implements AutoCloseable {
    * @param dir the test's directory for configuration and logs
    * @param poolMode {@code session} or {@code transaction}
    * @param poolSize server connections per database and user
+   * @param settings more {@code [pgbouncer]} settings, e.g. {@code idle_transaction_timeout = 1}
    * @return the running pooler, accepting connections
    */
-  static ProxyProcess pgbouncer(TestDatabase db, Path dir, String poolMode, int poolSize)
+  static ProxyProcess pgbouncer(
+      TestDatabase db, Path dir, String poolMode, int poolSize, String... settings)
       throws Exception {
     Path binary = binary("pgbouncer", "apt-get install pgbouncer");
     Matcher m = hostPort(db);
@@ -77,6 +79,7 @@ final class ProxyProcess implements AutoCloseable {
             "default_pool_size = " + poolSize,
             "ignore_startup_parameters = extra_float_digits,options",
             "logfile = " + dir.resolve("pgbouncer.log"),
+            String.join("\n", settings),
             ""));
     write(dir.resolve("users.txt"), "\"" + db.user() + "\" \"\"\n");
     return start(
