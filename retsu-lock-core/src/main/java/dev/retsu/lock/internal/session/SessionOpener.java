@@ -25,10 +25,12 @@ import org.slf4j.LoggerFactory;
  * Invariant 4, once: how every recipe gets a session of its own. It borrows a connection, bounds
  * the library's round trips, ends any transaction the connection was lent in, and runs one
  * statement that applies the session's settings and marker and refuses a hot standby and a backend
- * another lease or group already marked (a backend shared through a transaction-mode pooler). A
- * session that is refused or fails half way is ended, never handed back to its pool; a POLL attempt
- * that did not get the lock hands its connection back holding nothing, as it found it. Stateless,
- * thread-safe.
+ * another lease or group already marked (a backend shared through a transaction-mode pooler). The
+ * same statement reads the route ({@link ServerRoute}): an endpoint its provider documents as a
+ * transaction-mode pooler is refused before that statement, and a session through a proxy is logged
+ * at WARN. A session that is refused or fails half way is ended, never handed back to its pool; a
+ * POLL attempt that did not get the lock hands its connection back holding nothing, as it found it.
+ * Stateless, thread-safe.
  */
 public final class SessionOpener {
 
