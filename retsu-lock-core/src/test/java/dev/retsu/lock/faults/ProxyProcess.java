@@ -100,11 +100,23 @@ final class ProxyProcess implements AutoCloseable {
    * @return the running proxy, accepting connections
    */
   static ProxyProcess haproxy(TestDatabase db, Path dir) throws Exception {
+    return haproxy(db, dir, HAPROXY_TIMEOUT);
+  }
+
+  /**
+   * Starts HAProxy in TCP mode with the given client and server timeouts (whole seconds).
+   *
+   * @param db the database (its server is the backend)
+   * @param dir the test's directory for configuration
+   * @param timeout HAProxy's {@code timeout client} and {@code timeout server}
+   * @return the running proxy, accepting connections
+   */
+  static ProxyProcess haproxy(TestDatabase db, Path dir, Duration timeout) throws Exception {
     Path binary = binary("haproxy", "apt-get install haproxy");
     Matcher m = hostPort(db);
     int port = freePort();
     open(dir);
-    long timeout = HAPROXY_TIMEOUT.toSeconds();
+    long seconds = timeout.toSeconds();
     write(
         dir.resolve("haproxy.cfg"),
         String.join(
@@ -114,8 +126,8 @@ final class ProxyProcess implements AutoCloseable {
             "defaults",
             "  mode tcp",
             "  timeout connect 5s",
-            "  timeout client " + timeout + "s",
-            "  timeout server " + timeout + "s",
+            "  timeout client " + seconds + "s",
+            "  timeout server " + seconds + "s",
             "listen postgres",
             "  bind 127.0.0.1:" + port,
             "  server primary " + m.group(1) + ":" + m.group(2),
