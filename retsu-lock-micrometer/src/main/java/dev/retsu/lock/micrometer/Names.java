@@ -13,9 +13,9 @@ package dev.retsu.lock.micrometer;
  * acquisitions} or {@link #UNIT_TERMS terms}; timers get seconds from the registry (Micrometer
  * timers have no base-unit setting); seconds-valued gauges say {@link #UNIT_SECONDS seconds}. Two
  * kinds of gauge deliberately have none: 0/1 status gauges ({@link #LEADER}, {@link
- * #QUEUE_STATE_COLLECTION_SUCCESS}), which have no unit, and the queue message counts, because
- * Prometheus appends a gauge's base unit to its name and {@code queue_messages_ready_messages}
- * would break the fixed collector names.
+ * #SESSION_PROXIED}, {@link #QUEUE_STATE_COLLECTION_SUCCESS}), which have no unit, and the queue
+ * message counts, because Prometheus appends a gauge's base unit to its name and {@code
+ * queue_messages_ready_messages} would break the fixed collector names.
  *
  * <p>Constants only; thread-safe.
  */
