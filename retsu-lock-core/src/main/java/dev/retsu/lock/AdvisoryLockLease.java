@@ -73,6 +73,17 @@ public final class AdvisoryLockLease implements AutoCloseable {
   }
 
   /**
+   * Returns how the session that holds the lock reaches the server: directly, or through a proxy or
+   * pooler, behind which only {@code idle_session_timeout} frees the lock of a holder that vanished
+   * (see {@link ServerPath}).
+   *
+   * @return the path, as the statement that took the lock saw it
+   */
+  public ServerPath serverPath() {
+    return session.id().route().path();
+  }
+
+  /**
    * Returns the database the lock is in (advisory locks are per database).
    *
    * @return the database name

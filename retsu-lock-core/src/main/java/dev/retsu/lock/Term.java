@@ -12,6 +12,8 @@ import java.util.Objects;
  * @param start when the lock was acquired (the loop's wall clock)
  * @param fencingToken the term's fencing token, greater than every earlier term's on this cluster
  * @param backendPid the backend pid of the session holding the lock
+ * @param serverPath how that session reaches the server: directly or through a proxy, which decides
+ *     what frees the lock of a leader that vanished ({@link ServerPath})
  */
 public record Term(
     long number,
@@ -19,7 +21,28 @@ public record Term(
     String candidateId,
     Instant start,
     FencingToken fencingToken,
-    int backendPid) {
+    int backendPid,
+    ServerPath serverPath) {
+
+  /**
+   * A term whose session's path is not known ({@link ServerPath#UNKNOWN}).
+   *
+   * @param number positive
+   * @param key not null
+   * @param candidateId not null
+   * @param start not null
+   * @param fencingToken not null
+   * @param backendPid the pid
+   */
+  public Term(
+      long number,
+      LockKey key,
+      String candidateId,
+      Instant start,
+      FencingToken fencingToken,
+      int backendPid) {
+    this(number, key, candidateId, start, fencingToken, backendPid, ServerPath.UNKNOWN);
+  }
 
   /**
    * Validates the components.
@@ -30,6 +53,7 @@ public record Term(
    * @param start not null
    * @param fencingToken not null
    * @param backendPid the pid
+   * @param serverPath not null
    */
   public Term {
     if (number < 1) {
@@ -39,5 +63,6 @@ public record Term(
     Objects.requireNonNull(candidateId, "candidateId");
     Objects.requireNonNull(start, "start");
     Objects.requireNonNull(fencingToken, "fencingToken");
+    Objects.requireNonNull(serverPath, "serverPath");
   }
 }

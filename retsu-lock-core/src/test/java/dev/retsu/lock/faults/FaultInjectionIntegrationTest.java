@@ -58,7 +58,7 @@ import org.junit.jupiter.params.provider.MethodSource;
 class FaultInjectionIntegrationTest {
 
   private static final Duration WITHIN = Duration.ofSeconds(60);
-  private static final int ROUNDS = Integer.getInteger("retsu.faults.rounds", 1);
+  static final int ROUNDS = Integer.getInteger("retsu.faults.rounds", 1);
   private static final int RANDOM_ROUNDS = Integer.getInteger("retsu.faults.randomRounds", 4);
   private static final long SEED = Long.getLong("retsu.faults.seed", 20261130L);
 
@@ -496,6 +496,23 @@ class FaultInjectionIntegrationTest {
   private void scenario(
       TestDatabase db, String name, List<Fault> faults, TakeoverMode mode, int rounds, Setup setup)
       throws Exception {
+    scenario(db, db.jdbcUrl(), name, faults, mode, rounds, setup);
+  }
+
+  /**
+   * One scenario: {@code rounds} faults drawn from {@code faults}, each judged by {@link
+   * TermChecker}, with candidates that reach the database through {@code upstreamUrl} (the server,
+   * or a pooler or proxy in front of it), each behind its own fault proxy.
+   */
+  static void scenario(
+      TestDatabase db,
+      String upstreamUrl,
+      String name,
+      List<Fault> faults,
+      TakeoverMode mode,
+      int rounds,
+      Setup setup)
+      throws Exception {
     String scenario = name + "." + mode.name().toLowerCase(Locale.ROOT);
     long seed = seedFor(scenario);
     Random random = new Random(seed);
@@ -505,6 +522,7 @@ class FaultInjectionIntegrationTest {
     try (Fleet fleet =
         new Fleet(
             db,
+            upstreamUrl,
             key,
             mode,
             Fleet.TaskProfile.of(random.nextLong(), setup.taskMode()),

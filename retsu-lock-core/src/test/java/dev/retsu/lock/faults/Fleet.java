@@ -150,6 +150,10 @@ final class Fleet implements AutoCloseable {
   private final TaskProfile task;
   private final String user;
   private final String password;
+
+  /** The URL each candidate's fault proxy sits in front of: the server's, or another proxy's. */
+  private final String upstreamUrl;
+
   private final List<Member> members = new CopyOnWriteArrayList<>();
   final List<Event> all = new CopyOnWriteArrayList<>();
   private int launched;
@@ -167,7 +171,23 @@ final class Fleet implements AutoCloseable {
       TaskProfile task,
       String user,
       String password) {
+    this(db, db.jdbcUrl(), key, takeover, task, user, password);
+  }
+
+  /**
+   * A fleet whose candidates reach the database through {@code upstreamUrl} (a pooler or proxy in
+   * front of the server), each behind its own fault proxy in front of that.
+   */
+  Fleet(
+      TestDatabase db,
+      String upstreamUrl,
+      long key,
+      TakeoverMode takeover,
+      TaskProfile task,
+      String user,
+      String password) {
     this.db = db;
+    this.upstreamUrl = upstreamUrl;
     this.key = key;
     this.takeover = takeover;
     this.task = task;
@@ -206,11 +226,11 @@ final class Fleet implements AutoCloseable {
   Member launch() {
     int n = ++launched;
     String id = "c" + n + "-" + key;
-    FaultProxy proxy = FaultProxy.inFrontOf(db.jdbcUrl());
+    FaultProxy proxy = FaultProxy.inFrontOf(upstreamUrl);
     ProcessBuilder pb =
         new ProcessBuilder(
             FaultCandidate.command(
-                proxy.rewrite(db.jdbcUrl()),
+                proxy.rewrite(upstreamUrl),
                 user,
                 password,
                 id,

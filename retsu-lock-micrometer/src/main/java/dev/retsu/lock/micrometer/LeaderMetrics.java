@@ -4,6 +4,7 @@ import dev.retsu.lock.AttemptResult;
 import dev.retsu.lock.LeaderListener;
 import dev.retsu.lock.LeaderLoop;
 import dev.retsu.lock.LossReason;
+import dev.retsu.lock.ServerPath;
 import dev.retsu.lock.Term;
 import dev.retsu.lock.micrometer.internal.ListenerBinding;
 import dev.retsu.lock.micrometer.internal.Texts;
@@ -54,6 +55,7 @@ import java.util.Objects;
  *   <tr><td>{@value Names#REFRESH}</td><td>timer</td><td>{@code outcome=success|failure}</td></tr>
  *   <tr><td>{@value Names#LOST_TERMS}</td><td>counter</td><td>{@code reason}</td></tr>
  *   <tr><td>{@value Names#SELF_FENCED_TERMS}</td><td>counter</td><td></td></tr>
+ *   <tr><td>{@value Names#SESSION_PROXIED}</td><td>gauge 1/0/NaN</td><td></td></tr>
  * </table>
  *
  * <p>The {@value Names#LEADER} gauge has two series. {@code state=leader} is 1 while the loop leads
@@ -93,6 +95,12 @@ public final class LeaderMetrics implements MeterBinder, AutoCloseable {
    * read by the gauges.
    */
   private volatile Term term;
+
+  /**
+   * The path of the last term's session (kept after the term ends: it describes how this candidate
+   * reaches the server), or null before the first term.
+   */
+  private volatile ServerPath path;
 
   /** The meters while bound; null before {@link #bindTo} and after {@link #close()}. */
   private volatile Bound bound;
@@ -209,6 +217,7 @@ public final class LeaderMetrics implements MeterBinder, AutoCloseable {
           Term running = loop.currentTerm().orElse(null);
           if (running != null) {
             term = running;
+            path = running.serverPath();
             termSample = bound.termTimer.start();
           }
         });
@@ -254,6 +263,12 @@ public final class LeaderMetrics implements MeterBinder, AutoCloseable {
     return term == null && loop.state() == LeaderLoop.State.RUNNING ? 1 : 0;
   }
 
+  /** 1 through a proxy, 0 direct, NaN before the first term or when not known. */
+  private double proxiedValue() {
+    ServerPath p = path;
+    return p == ServerPath.PROXIED ? 1 : p == ServerPath.DIRECT ? 0 : Double.NaN;
+  }
+
   private static boolean stopped(LeaderLoop.State state) {
     return state == LeaderLoop.State.CLOSED || state == LeaderLoop.State.FAILED;
   }
@@ -274,6 +289,7 @@ public final class LeaderMetrics implements MeterBinder, AutoCloseable {
           return; // closed, or already caught up with this term in bindTo
         }
         term = acquired;
+        path = acquired.serverPath();
         stop(termSample);
         termSample = null;
         Bound b = bound;
@@ -356,6 +372,15 @@ public final class LeaderMetrics implements MeterBinder, AutoCloseable {
               .description(LEADER_DESCRIPTION)
               .tags(tags)
               .tag(Names.TAG_STATE, Names.STATE_STANDBY)
+              .strongReference(true)
+              .register(registry));
+      add(
+          Gauge.builder(Names.SESSION_PROXIED, LeaderMetrics.this, LeaderMetrics::proxiedValue)
+              .description(
+                  "1 when this candidate's current or last term's session went through a proxy or"
+                      + " pooler (then only idle_session_timeout and self-fencing bound a vanished"
+                      + " leader), 0 when direct, NaN before its first term or when not known")
+              .tags(tags)
               .strongReference(true)
               .register(registry));
       acquisitions =

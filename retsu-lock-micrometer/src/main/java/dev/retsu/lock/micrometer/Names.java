@@ -13,9 +13,9 @@ package dev.retsu.lock.micrometer;
  * acquisitions} or {@link #UNIT_TERMS terms}; timers get seconds from the registry (Micrometer
  * timers have no base-unit setting); seconds-valued gauges say {@link #UNIT_SECONDS seconds}. Two
  * kinds of gauge deliberately have none: 0/1 status gauges ({@link #LEADER}, {@link
- * #QUEUE_STATE_COLLECTION_SUCCESS}), which have no unit, and the queue message counts, because
- * Prometheus appends a gauge's base unit to its name and {@code queue_messages_ready_messages}
- * would break the fixed collector names.
+ * #SESSION_PROXIED}, {@link #QUEUE_STATE_COLLECTION_SUCCESS}), which have no unit, and the queue
+ * message counts, because Prometheus appends a gauge's base unit to its name and {@code
+ * queue_messages_ready_messages} would break the fixed collector names.
  *
  * <p>Constants only; thread-safe.
  */
@@ -70,6 +70,15 @@ public final class Names {
    * time and stopped first). Prometheus: {@code retsu_lock_self_fenced_terms_total}.
    */
   public static final String SELF_FENCED_TERMS = "retsu.lock.self.fenced.terms";
+
+  /**
+   * Gauge: 1 when the session of this candidate's current or last term reached PostgreSQL through a
+   * proxy or pooler ({@code dev.retsu.lock.ServerPath#PROXIED}: there only {@code
+   * idle_session_timeout} and self-fencing bound a leader that vanished), 0 when it was direct, NaN
+   * before the first term or when the path is not known. Prometheus: {@code
+   * retsu_lock_session_proxied}.
+   */
+  public static final String SESSION_PROXIED = "retsu.lock.session.proxied";
 
   // ---------------------------------------------------------------- LeaderGroupMetrics
 

@@ -8,9 +8,12 @@ import dev.retsu.lock.FailurePolicy;
 import dev.retsu.lock.LeaderLoop;
 import dev.retsu.lock.LeadershipLostException;
 import dev.retsu.lock.LockKey;
+import dev.retsu.lock.ServerPath;
 import dev.retsu.lock.Term;
+import dev.retsu.lock.testing.FaultProxy;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
+import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.time.Duration;
@@ -24,6 +27,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.postgresql.ds.PGSimpleDataSource;
 
 /**
  * {@link LeaderMetrics} bound to real leader loops on a real PostgreSQL: what the leader gauge
@@ -107,6 +111,40 @@ class LeaderMetricsLoopIntegrationTest {
     assertThat(state("a", "standby")).as("a closed loop does not contend").isEqualTo(0.0);
     assertThat(registry.get(Names.TERM).longTaskTimer().activeTasks()).isZero();
     assertThat(count(Names.LOST_TERMS, "reason", "closed")).isEqualTo(1.0);
+  }
+
+  /**
+   * The proxied gauge: NaN before the first term, 1 once a term's session went through a TCP proxy
+   * (and still 1 after that term ended), 0 for a loop that connects directly.
+   */
+  @Test
+  void sessionProxiedGaugeIsOneThroughAProxyAndZeroDirect(TestDatabase db) throws Exception {
+    try (FaultProxy proxy = FaultProxy.inFrontOf(db.jdbcUrl())) {
+      PGSimpleDataSource through = new PGSimpleDataSource();
+      through.setUrl(proxy.rewrite(db.jdbcUrl()));
+      through.setUser(db.user());
+      through.setPassword(db.password());
+      LeaderLoop proxied = LeaderLoop.builder(through, newKey()).candidateId("proxied").build();
+      closeables.add(proxied);
+      LeaderLoop direct = loop(db, newKey(), "direct", FailurePolicy.STEP_DOWN);
+      bound(direct);
+      LeaderMetrics m = LeaderMetrics.builder(proxied).lockName("behind-proxy").build();
+      m.bindTo(registry);
+      closeables.add(m);
+      Gauge gauge = registry.get(Names.SESSION_PROXIED).tags("candidate", "proxied").gauge();
+      assertThat(gauge.value()).as("before the first term").isNaN();
+
+      proxied.start(ctx -> {});
+      direct.start(ctx -> {});
+      await().atMost(WITHIN).until(() -> proxied.isLeader() && direct.isLeader());
+
+      assertThat(proxied.currentTerm().orElseThrow().serverPath()).isEqualTo(ServerPath.PROXIED);
+      assertThat(gauge.value()).isEqualTo(1.0);
+      assertThat(registry.get(Names.SESSION_PROXIED).tags("candidate", "direct").gauge().value())
+          .isEqualTo(0.0);
+      proxied.close();
+      assertThat(gauge.value()).as("the last term's path, after it ended").isEqualTo(1.0);
+    }
   }
 
   @Test

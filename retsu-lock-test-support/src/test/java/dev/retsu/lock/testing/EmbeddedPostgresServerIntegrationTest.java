@@ -37,6 +37,29 @@ class EmbeddedPostgresServerIntegrationTest {
     }
   }
 
+  /**
+   * The embedded server runs the PostgreSQL line the build asked for ({@code retsu.tests.postgres},
+   * the zonky binaries version, which {@code -Ppostgres-14} .. {@code -Ppostgres-17} change), so a
+   * row of the version matrix cannot pass on the default binaries by mistake.
+   */
+  @Test
+  void embeddedServerIsTheVersionTheBuildAskedFor() throws SQLException {
+    String wanted = System.getProperty("retsu.tests.postgres");
+    assertThat(wanted)
+        .as("retsu.tests.postgres, set by the parent pom")
+        .matches("\\d+\\.\\d+\\.\\d+");
+    String[] parts = wanted.split("\\.");
+    try (Connection c = server.connect("postgres");
+        Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SELECT current_setting('server_version_num')::int")) {
+      rs.next();
+      int num = rs.getInt(1);
+      assertThat(num / 10000 + "." + num % 10000)
+          .as("server_version_num %d of the embedded server", num)
+          .isEqualTo(parts[0] + "." + parts[1]);
+    }
+  }
+
   @Test
   void restartsOnTheSamePortAfterAnImmediateStop() throws SQLException {
     int port = server.port();

@@ -84,7 +84,15 @@ final class BatchTerms {
     List<TermState> out = new ArrayList<>(granted.size());
     Instant now = spec.time().now();
     for (LockKey k : granted) {
-      Term term = new Term(core.nextTermNumber(k), k, spec.candidateId(), now, token, s.id().pid());
+      Term term =
+          new Term(
+              core.nextTermNumber(k),
+              k,
+              spec.candidateId(),
+              now,
+              token,
+              s.id().pid(),
+              s.id().route().path());
       TermState t = w.begin(term);
       core.termStarted(t);
       out.add(t);

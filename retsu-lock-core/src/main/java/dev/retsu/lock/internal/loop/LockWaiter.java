@@ -219,7 +219,7 @@ public final class LockWaiter implements AutoCloseable {
     timedOut = false;
     if (pid != session.id().pid()) {
       session.abort(); // never a statement: the backend may be another client's
-      throw Refusals.pidChanged(session.id().pid(), pid, spec.key(), spec.candidateId());
+      throw Refusals.pidChanged(session.id(), pid);
     }
     if (alreadyHeld && afterTimeout && !inRecovery) {
       // PostgreSQL can grant the lock in the instant lock_timeout fires: the statement fails with
@@ -239,7 +239,7 @@ public final class LockWaiter implements AutoCloseable {
         throw Refusals.hotStandby(spec.key(), spec.candidateId());
       }
       if (alreadyHeld) {
-        throw Refusals.alreadyHeld(pid, spec.key(), spec.candidateId());
+        throw Refusals.alreadyHeld(pid, session.id().route(), spec.key(), spec.candidateId());
       }
       throw new AdvisoryLockException(
           "The wait returned without the lock", spec.key(), spec.candidateId(), null);

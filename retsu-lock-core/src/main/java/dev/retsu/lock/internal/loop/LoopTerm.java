@@ -81,7 +81,8 @@ public final class LoopTerm {
             settings.candidateId(),
             settings.term().time().now(),
             token,
-            session.id().pid());
+            session.id().pid(),
+            session.id().route().path());
     return new LoopTerm(worker, worker.begin(t), settings);
   }
 

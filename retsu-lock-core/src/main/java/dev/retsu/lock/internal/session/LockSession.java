@@ -165,9 +165,7 @@ public final class LockSession implements Session {
 
   void checkBackend(int pid) throws ProofException {
     if (pid != id.pid()) {
-      throw new ProofException(
-          LossReason.POOLER_DETECTED,
-          Refusals.pidChanged(id.pid(), pid, id.key(), id.candidateId()));
+      throw new ProofException(LossReason.POOLER_DETECTED, Refusals.pidChanged(id, pid));
     }
   }
 
@@ -294,7 +292,7 @@ public final class LockSession implements Session {
           rs.next();
           int pid = rs.getInt(4);
           if (pid != id.pid()) {
-            throw Refusals.pidChanged(id.pid(), pid, id.key(), id.candidateId());
+            throw Refusals.pidChanged(id, pid);
           }
           proofs.alive(start);
           return new FencingToken(rs.getInt(2), rs.getLong(1));

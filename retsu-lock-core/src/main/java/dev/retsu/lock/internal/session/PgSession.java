@@ -281,6 +281,18 @@ public final class PgSession {
     return true;
   }
 
+  /**
+   * The session's TCP socket as pgjdbc opened it (an SSL socket when the session is encrypted), for
+   * its addresses; null when pgjdbc's stream is not reachable.
+   *
+   * @param physical the connection (or a handle that unwraps to pgjdbc's)
+   * @return the socket, or null
+   */
+  static Socket socket(Connection physical) {
+    PGStream stream = stream(physical);
+    return stream == null ? null : stream.getSocket();
+  }
+
   private static PGStream stream(Connection physical) {
     if (PG_STREAM == null) {
       return null;

@@ -15,6 +15,7 @@ import javax.sql.DataSource;
  * @param candidateId the candidate
  * @param context the prefix of every log line about the session
  * @param applied the settings the server applied, without application_name and the marker
+ * @param route how the session reaches the server (through a proxy or not)
  */
 public record SessionId(
     DataSource dataSource,
@@ -23,7 +24,20 @@ public record SessionId(
     LockKey key,
     String candidateId,
     String context,
-    List<String> applied) {
+    List<String> applied,
+    ServerRoute route) {
+
+  /** A session whose route is not known. */
+  public SessionId(
+      DataSource dataSource,
+      int pid,
+      String database,
+      LockKey key,
+      String candidateId,
+      String context,
+      List<String> applied) {
+    this(dataSource, pid, database, key, candidateId, context, applied, ServerRoute.UNKNOWN);
+  }
 
   /**
    * The same session described for another key of it, in a group.
@@ -32,6 +46,6 @@ public record SessionId(
    * @return the id with that prefix
    */
   public SessionId withContext(String context) {
-    return new SessionId(dataSource, pid, database, key, candidateId, context, applied);
+    return new SessionId(dataSource, pid, database, key, candidateId, context, applied, route);
   }
 }

@@ -2,6 +2,8 @@ package dev.retsu.lock.internal.session;
 
 import dev.retsu.lock.AdvisoryLockException;
 import dev.retsu.lock.LockKey;
+import dev.retsu.lock.ServerPath;
+import dev.retsu.lock.UnsafeSessionException;
 import dev.retsu.lock.internal.TimeSource;
 import java.security.SecureRandom;
 import java.sql.Array;
@@ -23,10 +25,12 @@ import org.slf4j.LoggerFactory;
  * Invariant 4, once: how every recipe gets a session of its own. It borrows a connection, bounds
  * the library's round trips, ends any transaction the connection was lent in, and runs one
  * statement that applies the session's settings and marker and refuses a hot standby and a backend
- * another lease or group already marked (a backend shared through a transaction-mode pooler). A
- * session that is refused or fails half way is ended, never handed back to its pool; a POLL attempt
- * that did not get the lock hands its connection back holding nothing, as it found it. Stateless,
- * thread-safe.
+ * another lease or group already marked (a backend shared through a transaction-mode pooler). The
+ * same statement reads the route ({@link ServerRoute}): an endpoint its provider documents as a
+ * transaction-mode pooler is refused before that statement, and a session through a proxy is logged
+ * at WARN. A session that is refused or fails half way is ended, never handed back to its pool; a
+ * POLL attempt that did not get the lock hands its connection back holding nothing, as it found it.
+ * Stateless, thread-safe.
  */
 public final class SessionOpener {
 
@@ -80,6 +84,7 @@ public final class SessionOpener {
     boolean settled = false;
     try {
       int previousTimeout = conn.getNetworkTimeout();
+      ServerRoute client = refuseTransactionEndpoint(spec, conn);
       boolean autoCommit = prepare(spec, conn);
       SessionSettings settings = settings(spec);
       long start = spec.time().nanoTime();
@@ -93,7 +98,8 @@ public final class SessionOpener {
         try (ResultSet rs = ps.executeQuery()) {
           rs.next();
           int pid = rs.getInt(1);
-          refuseUnsafe(spec, pid, rs.getBoolean(2), rs.getBoolean(3));
+          ServerRoute route = route(client, conn, rs, 7);
+          refuseUnsafe(spec, route, pid, rs.getBoolean(2), rs.getBoolean(3));
           if (!rs.getBoolean(4)) {
             conn.setNetworkTimeout(SessionTerminator.DIRECT, previousTimeout);
             if (!autoCommit) {
@@ -104,7 +110,8 @@ public final class SessionOpener {
             return Optional.empty();
           }
           LockSession s =
-              session(spec, conn, settings, pid, rs.getArray(5), rs.getString(6), start, wall);
+              session(
+                  spec, conn, settings, pid, rs.getArray(5), rs.getString(6), route, start, wall);
           conn.setNetworkTimeout(SessionTerminator.DIRECT, previousTimeout);
           s.held(List.of(spec.key()));
           interruptedCheck(spec);
@@ -134,6 +141,7 @@ public final class SessionOpener {
     Connection conn = borrow(spec);
     boolean kept = false;
     try {
+      ServerRoute client = refuseTransactionEndpoint(spec, conn);
       prepare(spec, conn);
       SessionSettings settings = settings(spec);
       long start = spec.time().nanoTime();
@@ -143,6 +151,7 @@ public final class SessionOpener {
         try (ResultSet rs = ps.executeQuery()) {
           rs.next();
           int pid = rs.getInt(1);
+          ServerRoute route = route(client, conn, rs, 6);
           if (rs.getBoolean(2)) {
             throw Refusals.hotStandby(spec.key(), spec.candidateId());
           }
@@ -153,11 +162,13 @@ public final class SessionOpener {
                     + pid
                     + " already carries another retsu-lock session's marker "
                     + SessionSql.MARKER,
+                route,
                 spec.key(),
                 spec.candidateId());
           }
           LockSession s =
-              session(spec, conn, settings, pid, rs.getArray(4), rs.getString(5), start, wall);
+              session(
+                  spec, conn, settings, pid, rs.getArray(4), rs.getString(5), route, start, wall);
           kept = true;
           return s;
         }
@@ -171,7 +182,11 @@ public final class SessionOpener {
     }
   }
 
-  /** The session whose opening statement started at {@code start}: it proved both from then. */
+  /**
+   * The session whose opening statement started at {@code start}: it proved both from then. A
+   * session through a proxy is logged at WARN, once for the session, with the bounds that still
+   * apply.
+   */
   private static LockSession session(
       Spec spec,
       Connection conn,
@@ -179,6 +194,7 @@ public final class SessionOpener {
       int pid,
       Array applied,
       String database,
+      ServerRoute route,
       long start,
       long wallStart)
       throws SQLException {
@@ -188,6 +204,12 @@ public final class SessionOpener {
       LOG.debug(
           "{} The server does not know the session settings {}; skipped", spec.context(), unknown);
     }
+    if (route.path() == ServerPath.PROXIED) {
+      LOG.warn(
+          "{} {}", spec.context(), route.proxiedWarning(spec.settings(), spec.selfFenceAfter()));
+    } else {
+      LOG.debug("{} Session {} route: {}", spec.context(), pid, route);
+    }
     SessionId id =
         new SessionId(
             spec.dataSource(),
@@ -196,7 +218,8 @@ public final class SessionOpener {
             spec.key(),
             spec.candidateId(),
             spec.context(),
-            names);
+            names,
+            route);
     Proofs proofs =
         new Proofs(spec.time(), spec.heartbeat(), spec.selfFenceAfter(), start, wallStart);
     return new LockSession(id, conn, settings, spec.time(), proofs, spec.roundTripMillis());
@@ -208,13 +231,40 @@ public final class SessionOpener {
     return SessionSettings.of(spec.applicationName(), spec.settings(), HexFormat.of().formatHex(b));
   }
 
-  private static void refuseUnsafe(Spec spec, int pid, boolean inRecovery, boolean alreadyHeld) {
+  private static void refuseUnsafe(
+      Spec spec, ServerRoute route, int pid, boolean inRecovery, boolean alreadyHeld) {
     if (inRecovery) {
       throw Refusals.hotStandby(spec.key(), spec.candidateId());
     }
     if (alreadyHeld) {
-      throw Refusals.alreadyHeld(pid, spec.key(), spec.candidateId());
+      throw Refusals.alreadyHeld(pid, route, spec.key(), spec.candidateId());
     }
+  }
+
+  /**
+   * Refuses, before any statement, an endpoint that its provider documents as a transaction-mode
+   * pooler (a lock taken there would stay on a pooled backend); returns the client's side of the
+   * route.
+   */
+  private static ServerRoute refuseTransactionEndpoint(Spec spec, Connection conn) {
+    ServerRoute client = ServerRoute.ofClient(conn);
+    Optional<UnsafeSessionException> refused =
+        Refusals.transactionEndpoint(client, spec.key(), spec.candidateId());
+    if (refused.isPresent()) {
+      throw refused.get();
+    }
+    return client;
+  }
+
+  /** The route with the server's side of it, from the four columns starting at {@code column}. */
+  private static ServerRoute route(ServerRoute client, Connection conn, ResultSet rs, int column)
+      throws SQLException {
+    return client.withServerView(
+        conn,
+        rs.getString(column),
+        (Integer) rs.getObject(column + 1),
+        rs.getString(column + 2),
+        (Integer) rs.getObject(column + 3));
   }
 
   private static void interruptedCheck(Spec spec) {

@@ -33,6 +33,14 @@ public final class SessionSql {
       "(SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname ="
           + " pg_catalog.current_database())";
 
+  /**
+   * The server's side of the route ({@link ServerRoute}), four columns: the client address and port
+   * the server sees, and its own address and port; all null on a Unix-domain socket.
+   */
+  private static final String ROUTE =
+      ", pg_catalog.host(pg_catalog.inet_client_addr()), pg_catalog.inet_client_port(),"
+          + " pg_catalog.host(pg_catalog.inet_server_addr()), pg_catalog.inet_server_port()";
+
   private SessionSql() {}
 
   /**
@@ -69,13 +77,16 @@ public final class SessionSql {
    * holds the key (the common answer of a standby) the attempt costs O(1) and never reads {@code
    * pg_locks}; only when the key looks free does it check that this backend does not already hold
    * it. The settings (and the marker) are applied in the same statement, only when the lock was
-   * granted. Binds: settings names, values; key arguments; key locks; key arguments twice.
+   * granted. Then the route: client address and port as the server sees them, server address and
+   * port. Binds: settings names, values; key arguments; key locks; key arguments twice.
    */
   public static String tryLock(LockKey key) {
     String args = KeySql.arguments(key);
     return "SELECT s.pid, s.in_recovery, s.already, s.locked, "
         + applySettingsWhen("s.locked")
-        + ", pg_catalog.current_database() FROM (SELECT t.pid, t.in_recovery, t.already, CASE WHEN"
+        + ", pg_catalog.current_database()"
+        + ROUTE
+        + " FROM (SELECT t.pid, t.in_recovery, t.already, CASE WHEN"
         + " t.in_recovery OR t.already OR NOT t.free THEN false ELSE"
         + " pg_catalog.pg_try_advisory_lock("
         + args
@@ -94,12 +105,15 @@ public final class SessionSql {
   /**
    * Opens a session of our own (a waiting standby's, a group's): pid, in_recovery, the marker found
    * (null or empty when none), settings applied (null when refused: a hot standby, or a marker
-   * already there), database. Binds: settings names, values.
+   * already there), database, then the route (as in {@link #tryLock}). Binds: settings names,
+   * values.
    */
   public static String open() {
     return "SELECT f.pid, f.in_recovery, f.marker, "
         + applySettingsWhen("NOT f.in_recovery AND coalesce(f.marker, '') = ''")
-        + ", pg_catalog.current_database() FROM (SELECT pg_catalog.pg_backend_pid() AS pid,"
+        + ", pg_catalog.current_database()"
+        + ROUTE
+        + " FROM (SELECT pg_catalog.pg_backend_pid() AS pid,"
         + " pg_catalog.pg_is_in_recovery() AS in_recovery, pg_catalog.current_setting('"
         + MARKER
         + "', true) AS marker OFFSET 0) f";
