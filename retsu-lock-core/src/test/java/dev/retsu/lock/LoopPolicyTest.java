@@ -187,7 +187,8 @@ class LoopPolicyTest {
 
     assertThat(broken.isOpen()).isFalse();
     assertThat(heard.of("attempt").get(0).error())
-        .hasMessageContaining("Taking the fencing token failed (SQLState 08006); the session was ended");
+        .hasMessageContaining(
+            "Taking the fencing token failed (SQLState 08006); the session was ended");
     assertThat(heard.acquired()).hasSize(1);
     assertThat(time.sleeps.get(0)).isEqualTo(RETRY);
   }
@@ -201,7 +202,8 @@ class LoopPolicyTest {
 
     assertThatThrownBy(() -> loop.run(ctx -> {}))
         .isInstanceOf(AdvisoryLockException.class)
-        .hasMessageContaining("Taking the fencing token failed (SQLState 08006); the session was ended")
+        .hasMessageContaining(
+            "Taking the fencing token failed (SQLState 08006); the session was ended")
         .hasRootCauseInstanceOf(SQLException.class);
     assertThat(log).containsExactly("released");
     assertThat(heard.acquired()).isEmpty();
