@@ -7,10 +7,11 @@ import java.time.Duration;
  *
  * <p>Calls come from the thread running the loop, except {@link #onLost} for a self-fenced or
  * timed-out term, which the loop's watchdog thread ({@code retsu-lock-watchdog-*}) makes at the
- * deadline so that leader-only state stops before the server can release the lock. Calls for one
- * loop never overlap, but state may change behind the listener's back: treat each call as news
- * about the moment it was made. A listener that throws is logged at WARN and never breaks the loop.
- * Keep listeners fast; the loop waits for them.
+ * deadline so that leader-only state stops before the server can release the lock, and {@link
+ * #onLost} for a term closed between refreshes, which the thread calling {@code close()} makes
+ * before it releases the lock. Calls for one loop never overlap, but state may change behind the
+ * listener's back: treat each call as news about the moment it was made. A listener that throws is
+ * logged at WARN and never breaks the loop. Keep listeners fast; the loop waits for them.
  */
 public interface LeaderListener {
 

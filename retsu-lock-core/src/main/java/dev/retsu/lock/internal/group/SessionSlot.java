@@ -14,7 +14,7 @@ import dev.retsu.lock.internal.term.Wakeup;
 import java.sql.SQLException;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.function.Supplier;
+import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -210,7 +210,11 @@ public final class SessionSlot implements Runnable, SessionWorker.Owner {
 
   // ---- jobs, run on the worker's thread between refreshes ----
 
-  private <T> CompletableFuture<T> job(Supplier<T> work, T skipped) {
+  /**
+   * Posts {@code work} to the live worker, which it is given: the one worker read once here, so a
+   * session that ends or opens meanwhile cannot hand the work another (or no) worker.
+   */
+  private <T> CompletableFuture<T> job(Function<SessionWorker, T> work, T skipped) {
     CompletableFuture<T> done = new CompletableFuture<>();
     SessionWorker w = worker();
     if (w == null) {
@@ -221,7 +225,7 @@ public final class SessionSlot implements Runnable, SessionWorker.Owner {
         new SessionWorker.Job() {
           @Override
           public void run() {
-            done.complete(w.ended() ? skipped : work.get());
+            done.complete(w.ended() ? skipped : work.apply(w));
           }
 
           @Override
@@ -234,15 +238,13 @@ public final class SessionSlot implements Runnable, SessionWorker.Owner {
 
   /** Tries keys on this session; completes with the keys whose terms started. */
   public CompletableFuture<List<LockKey>> tryKeys(List<LockKey> keys, int limit) {
-    SessionWorker w = worker();
-    return job(() -> BatchTerms.start(core, spec, w, keys, limit), List.of());
+    return job(w -> BatchTerms.start(core, spec, w, keys, limit), List.of());
   }
 
   /** Releases keys gracefully (their work stopped, onLost, one unlock); completes with how many. */
   public CompletableFuture<Integer> release(List<LockKey> keys) {
-    SessionWorker w = worker();
     return job(
-        () -> {
+        w -> {
           int n = 0;
           for (LockKey k : keys) {
             TermState t = w.terms().get(k);
@@ -259,9 +261,8 @@ public final class SessionSlot implements Runnable, SessionWorker.Owner {
 
   /** Reads the group's members (slot 0): slots ascending; null when the session is gone. */
   public CompletableFuture<long[]> members() {
-    SessionWorker w = worker();
     return job(
-        () -> {
+        w -> {
           try {
             if (membershipSlot < 0) {
               membershipSlot = core.membership().take(w.session());

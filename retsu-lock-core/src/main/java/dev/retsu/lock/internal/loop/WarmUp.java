@@ -107,6 +107,7 @@ public final class WarmUp {
         LOG.trace("Warm-up skipped {}: {}", name, e.toString());
       }
     }
+    PgSession.warmMessages();
     try {
       SessionGuard.prepare();
     } catch (RuntimeException e) {

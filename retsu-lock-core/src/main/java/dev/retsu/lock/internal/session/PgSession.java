@@ -66,6 +66,22 @@ public final class PgSession {
   private PgSession() {}
 
   /**
+   * Loads pgjdbc's message translation (its resource bundle lookups, about 10 ms the first time in
+   * a JVM), which the first failure of a statement on an ended session would load: on a leader's
+   * graceful release that is the worker's aborted socket read, on the cores a successor needs.
+   * Never throws.
+   */
+  public static void warmMessages() {
+    if (PGJDBC) {
+      try {
+        org.postgresql.util.GT.tr("An I/O error occurred while sending to the backend.");
+      } catch (RuntimeException | LinkageError e) {
+        // nothing to warm: the first failure pays for it
+      }
+    }
+  }
+
+  /**
    * Whether {@link #probe} can read sockets in this JVM.
    *
    * @return true when pgjdbc is present and its stream is reachable

@@ -125,7 +125,9 @@ public final class SessionWorker extends TermEnd {
           endSession(LossReason.CLOSED, null, false); // an interrupt from the caller: a stop
         }
         if (endReason() != null) {
-          finishSession(false);
+          if (!finishSession(false)) {
+            awaitOtherFinisher(); // a close finishing on its own thread: bound its listeners
+          }
           return;
         }
         if (!session.isOpen() || (policy == ReleasePolicy.END_SESSION && terms.isEmpty())) {

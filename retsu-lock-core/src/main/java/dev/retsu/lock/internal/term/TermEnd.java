@@ -153,18 +153,19 @@ abstract class TermEnd extends TermFinish implements Session.Listener {
     if (Thread.currentThread() == thread) {
       return;
     }
+    if (running == null) {
+      // No refresh runs: the worker is between refreshes, maybe inside a wait on the socket that
+      // would hold it for up to a slice. Finish here (listeners, then the session ends, aborting
+      // that wait) so that the lock is free now, not when the slice ends. Every term was claimed
+      // above, so no refresh of one can start any more.
+      finishSession(false);
+      return;
+    }
     if (!awaitDone(options.closeTimeout())) {
       Thread w = thread;
       TermState r = running;
-      Thread listening = telling;
-      if (listening != null) {
-        LOG.error(
-            "{} A listener has been in onLost on thread {} for closeTimeout {}; releasing the lock"
-                + " anyway: make listeners return promptly",
-            session.id().context(),
-            listening.getName(),
-            options.closeTimeout());
-        session.abort(); // no write: the listener's thread may be in a call on the session
+      if (telling != null) {
+        abortIfAListenerHangs();
         return;
       }
       LOG.error(

@@ -161,10 +161,39 @@ abstract class TermFinish {
     }
   }
 
-  /** Tells listeners of every term's end, then ends the session; once. */
-  void finishSession(boolean abort) {
+  /**
+   * Waits, up to {@code closeTimeout}, for the thread that took over finishing the session (a close
+   * between refreshes finishes on the closing thread); a listener still in {@code onLost} then is
+   * logged at ERROR and the session aborted, so the lock is released anyway.
+   */
+  void awaitOtherFinisher() {
+    if (!awaitDone(options.closeTimeout())) {
+      abortIfAListenerHangs();
+    }
+  }
+
+  /** A listener still in {@code onLost}: logged at ERROR, and the session aborted under it. */
+  void abortIfAListenerHangs() {
+    Thread listening = telling;
+    if (listening != null) {
+      LOG.error(
+          "{} A listener has been in onLost on thread {} for closeTimeout {}; releasing the lock"
+              + " anyway: make listeners return promptly",
+          session.id().context(),
+          listening.getName(),
+          options.closeTimeout());
+      session.abort(); // no write: the listener's thread may be in a call on the session
+    }
+  }
+
+  /**
+   * Tells listeners of every term's end, then ends the session; once.
+   *
+   * @return true for the one call that did it
+   */
+  boolean finishSession(boolean abort) {
     if (!finished.compareAndSet(false, true)) {
-      return;
+      return false;
     }
     LossReason why = endReason.get() != null ? endReason.get() : LossReason.CLOSED;
     List<TermState> told = new ArrayList<>();
@@ -192,6 +221,7 @@ abstract class TermFinish {
       owner.sessionFinished(why, endCause);
       done.countDown();
     }
+    return true;
   }
 
   /** {@code onLost} for one term, with this thread recorded as the one telling. */
