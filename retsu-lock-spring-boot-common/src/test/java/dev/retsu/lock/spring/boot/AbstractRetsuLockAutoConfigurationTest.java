@@ -619,8 +619,11 @@ public abstract class AbstractRetsuLockAutoConfigurationTest {
                   .until(() -> leader.status().equals("standby"));
               assertThat(line.healthStatus(context)).isEqualTo("UP");
               assertThat(details(context, "job")).containsEntry("state", "RUNNING");
-              assertThat(details(context, "job").get("standby").toString())
-                  .contains("reason=database-unreachable", "SQLState 08001");
+              String standby = details(context, "job").get("standby").toString();
+              assertThat(standby).contains("reason=database-unreachable", "SQLState 08001");
+              assertThat(standby.split("SQLState 08001", -1))
+                  .as("the SQLState is named once: %s", standby)
+                  .hasSize(2);
               assertThat(context.getBean(Liveness.class).states)
                   .doesNotContain(LivenessState.BROKEN);
             });

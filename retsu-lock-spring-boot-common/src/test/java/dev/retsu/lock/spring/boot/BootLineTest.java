@@ -26,6 +26,14 @@ class BootLineTest {
                 + " retsu-lock-spring-boot3-starter");
     assertThatThrownBy(() -> BootLine.require(3, 5, "3.4.9"))
         .hasMessageContaining("runs Spring Boot 3.4.9: upgrade to Spring Boot 3.5 or later");
+    assertThatThrownBy(() -> BootLine.require(4, 0, "3.4.9"))
+        .hasMessageContaining("runs Spring Boot 3.4.9: upgrade to Spring Boot 3.5 or later")
+        .hasMessageNotContaining("instead of");
+    assertThatThrownBy(() -> BootLine.require(4, 0, "5.0.0"))
+        .hasMessageEndingWith(
+            "runs Spring Boot 5.0.0: Spring Boot 5 is not supported by this retsu-lock version (it"
+                + " supports 3.5 and 4.x)");
+    assertThatThrownBy(() -> BootLine.require(3, 5, "5.0.0")).hasMessageNotContaining("instead of");
     assertThatThrownBy(() -> BootLine.require(4, 0, null)).hasMessageContaining("Boot unknown");
   }
 

@@ -27,11 +27,20 @@ public final class BootLine {
       return;
     }
     String mine = "retsu-lock-spring-boot" + major + "-starter";
+    String other = "retsu-lock-spring-boot" + (major == 3 ? 4 : 3) + "-starter";
     String fix;
-    if (mm[0] == 3 && mm[1] >= 5) {
-      fix = "use retsu-lock-spring-boot3-starter instead of " + mine;
-    } else if (mm[0] >= 4) {
-      fix = "use retsu-lock-spring-boot4-starter instead of " + mine;
+    if ((mm[0] == 3 && mm[1] >= 5 && major == 4) || (mm[0] == 4 && major == 3)) {
+      fix =
+          "use "
+              + other
+              + " instead of "
+              + mine
+              + " (same version; with both starters on the class path, remove one)";
+    } else if (mm[0] > 4) {
+      fix =
+          "Spring Boot "
+              + mm[0]
+              + " is not supported by this retsu-lock version (it supports 3.5 and 4.x)";
     } else {
       fix = "upgrade to Spring Boot 3.5 or later (retsu-lock supports 3.5 and 4.x)";
     }
@@ -46,8 +55,7 @@ public final class BootLine {
             + ".x, but this application runs Spring Boot "
             + version
             + ": "
-            + fix
-            + " (same version; with both starters on the class path, remove one)");
+            + fix);
   }
 
   /** The running Spring Boot version. */
