@@ -18,7 +18,8 @@ public final class BootLine {
    * @param major the line this module is built for: 3 or 4
    * @param minMinor the least minor version of that line it supports
    * @param running the running Spring Boot version, {@link SpringBootVersion#getVersion()}
-   * @throws IllegalStateException naming the running version and the starter to use instead
+   * @throws WrongBootLineException (an {@link IllegalStateException}) naming the running version
+   *     and the starter to use instead
    */
   public static void require(int major, int minMinor, String running) {
     String version = running == null ? "unknown" : running;
@@ -44,7 +45,7 @@ public final class BootLine {
     } else {
       fix = "upgrade to Spring Boot 3.5 or later (retsu-lock supports 3.5 and 4.x)";
     }
-    throw new IllegalStateException(
+    throw new WrongBootLineException(
         mine
             + " is for Spring Boot "
             + major
@@ -53,9 +54,8 @@ public final class BootLine {
             + " and later "
             + major
             + ".x, but this application runs Spring Boot "
-            + version
-            + ": "
-            + fix);
+            + version,
+        fix);
   }
 
   /** The running Spring Boot version. */
