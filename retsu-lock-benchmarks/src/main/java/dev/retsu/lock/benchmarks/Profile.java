@@ -188,7 +188,7 @@ record Profile(
               "poll",
               fifteen,
               defaultReps,
-              "POLL, every option at its default (retry 15 s ± 10 %, refresh 15 s)"));
+              "POLL, every option at its default (retry every 13.5 to 15 s, refresh 15 s)"));
       c.add(
           peer(
               "shedlock-default",

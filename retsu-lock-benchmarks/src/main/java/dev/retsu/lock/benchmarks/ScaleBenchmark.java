@@ -322,14 +322,17 @@ final class ScaleBenchmark {
   }
 
   /**
-   * One candidate's next action, at the loop's default cadence: attempt every 15 s ± 10 %, or
-   * heartbeat every 2 s while leading.
+   * One candidate's next action, at the loop's default cadence: attempt after a wait drawn from
+   * 13.5 to 15 s (retryInterval shortened by up to retryJitter, as the loop does), or heartbeat
+   * every 2 s while leading.
    */
   private static void step(ScheduledExecutorService pool, Driven d, int c, AtomicLong failures) {
     long retry =
         (long)
             (LeaderLoopBuilder.DEFAULT_RETRY_INTERVAL.toMillis()
-                * (0.9 + 0.2 * ThreadLocalRandom.current().nextDouble()));
+                * (1
+                    - LeaderLoopBuilder.DEFAULT_RETRY_JITTER
+                        * ThreadLocalRandom.current().nextDouble()));
     long beat = LeaderLoopBuilder.DEFAULT_HEARTBEAT_INTERVAL.toMillis();
     AdvisoryLockLease lease = d.leases[c];
     try {

@@ -22,10 +22,6 @@ class DocsSnippetsTest {
                 Path.of("src/main/java/dev/retsu/lock/examples/quickstart/Quickstart.java"),
                 Path.of("src/main/java/dev/retsu/lock/examples/collector/QueueStateCollector.java"),
                 Path.of("src/main/java/dev/retsu/lock/examples/group/PartitionedWorkers.java")))
-        .containsExactlyInAnyOrder(
-            "examples/group",
-            "examples/quickstart",
-            "examples/collector-wiring",
-            "examples/collector-refresh");
+        .containsExactlyInAnyOrder("examples/group", "examples/quickstart", "examples/collector");
   }
 }

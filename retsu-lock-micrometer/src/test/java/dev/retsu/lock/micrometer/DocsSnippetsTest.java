@@ -20,6 +20,6 @@ class DocsSnippetsTest {
                 "micrometer",
                 Path.of(
                     "src/test/java/dev/retsu/lock/micrometer/ReadmeSnippetsIntegrationTest.java")))
-        .containsExactly("micrometer/wiring", "micrometer/collect");
+        .containsExactly("micrometer/wiring", "micrometer/collect", "micrometer/job");
   }
 }

@@ -24,7 +24,7 @@ import java.util.function.IntSupplier;
  * Run from the repository root with
  *
  * <pre>
- * ./mvnw -B -pl retsu-lock-micrometer -am -Pbenchmark process-test-classes
+ * ./mvnw -B -ntp -pl retsu-lock-micrometer -am -Pbenchmark process-test-classes
  * </pre>
  *
  * <p>Writes {@code retsu-lock-micrometer/target/benchmark/queue-state-record.txt}. Each case is

@@ -61,6 +61,53 @@ class ReadmeSnippetsIntegrationTest {
     assertThat(registry.getMeters()).isEmpty();
   }
 
+  @Test
+  void jobMetrics(TestDatabase db) throws Exception {
+    DataSource dataSource = db.dataSource();
+    PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    LeaderLoop loop =
+        LeaderLoop.builder(dataSource, LockKey.named("retsu", "job-metrics"))
+            .candidateId("node-1")
+            .refreshInterval(Duration.ofMillis(100))
+            .build();
+    // snippet:micrometer/job
+    LeaderJobMetrics jobs = LeaderJobMetrics.builder("billing", loop.candidateId()).build();
+    jobs.bindTo(registry);
+    LeaderJobMetrics.Job sendInvoices = jobs.job("send-invoices"); // at 0 on every replica now
+    loop.start(
+        ctx -> {
+          long start = System.nanoTime();
+          try {
+            ctx.ensureLeader(); // your job's work, on ctx.connection()
+            sendInvoices.succeeded(Duration.ofNanos(System.nanoTime() - start));
+          } catch (RuntimeException e) {
+            sendInvoices.failed(Duration.ofNanos(System.nanoTime() - start), e);
+            throw e;
+          }
+        });
+    // end-snippet
+    try {
+      await()
+          .atMost(Duration.ofSeconds(30))
+          .until(
+              () ->
+                  registry
+                      .scrape()
+                      .matches(
+                          "(?s).*retsu_lock_job_runs_total\\{[^}]*job=\"send-invoices\""
+                              + "[^}]*outcome=\"success\"[^}]*} [1-9].*"));
+      assertThat(registry.scrape())
+          .containsPattern(
+              "retsu_lock_job_runs_total\\{[^}]*job=\"send-invoices\"[^}]*outcome=\"failure\""
+                  + "[^}]*} 0.0")
+          .containsPattern("retsu_lock_job_last_success_seconds\\{[^}]*} [1-9]");
+    } finally {
+      loop.close();
+      jobs.close();
+    }
+    assertThat(registry.getMeters()).isEmpty();
+  }
+
   /** What the README calls the collector: reads queue state on the leader's session. */
   static final class QueueStateCollector {
     private QueueStateCollector() {}

@@ -27,13 +27,14 @@ import java.util.stream.Stream;
  * attributes that source, and the check then insists that:
  *
  * <ul>
- *   <li>the block imports exactly the types the code names (java.lang, the source's own classes and
- *       member types of an enclosing class aside), and the static members it reaches through a
- *       static import: a reader who pastes the block has every import it needs, and none it does
- *       not;
- *   <li>every local variable the code uses is declared in it, in an earlier block of the same
- *       module on the same page, or is one of the {@link #GIVENS} that the pages introduce ({@code
- *       dataSource}, your {@code javax.sql.DataSource}).
+ *   <li>the block imports exactly the types the code names (java.lang, the source's own classes,
+ *       member types of an enclosing class and classes that another block shows whole aside), and
+ *       the static members it reaches through a static import: a reader who pastes the block has
+ *       every import it needs, and none it does not;
+ *   <li>every local variable and every field the code uses by its simple name is declared in it (a
+ *       field, by showing its whole class), in an earlier block of the same module on the same
+ *       page, or is one of the {@link #GIVENS} that the pages introduce ({@code dataSource}, your
+ *       {@code javax.sql.DataSource}).
  * </ul>
  *
  * <p>A Java block without a marker fails {@link #unmarkedJavaBlocks(Path)}, so nothing a page shows
@@ -134,6 +135,9 @@ public final class ReadmeSnippets {
   private static List<String> check(List<Path> pages, String module, Path... sources) {
     Map<String, SnippetSource.Region> regions = new HashMap<>();
     Map<String, Path> regionFile = new HashMap<>();
+    // whole classes the blocks show: a reader pastes them into one package, so a block that uses
+    // another needs no import of it (the sources may keep them in packages of their own)
+    Set<String> shownTypes = new TreeSet<>();
     List<String> checked = new ArrayList<>();
     boolean attributed = false;
     for (Path page : pages) {
@@ -148,6 +152,7 @@ public final class ReadmeSnippets {
             s.regions().keySet().forEach(n -> regionFile.put(n, s.path()));
             regions.putAll(s.regions());
           }
+          regions.values().forEach(r -> shownTypes.addAll(r.declaredTypes()));
           attributed = true;
         }
         String where = "snippet " + b.name + " on " + page;
@@ -166,7 +171,7 @@ public final class ReadmeSnippets {
                   + region.code().strip());
         }
         {
-          checkImports(where, b, region);
+          checkImports(where, b, region, shownTypes);
           Set<String> undeclared = new TreeSet<>(region.freeVariables());
           undeclared.removeAll(GIVENS);
           undeclared.removeAll(declaredEarlier);
@@ -187,10 +192,11 @@ public final class ReadmeSnippets {
     return List.copyOf(checked);
   }
 
-  private static void checkImports(String where, Block b, SnippetSource.Region region) {
+  private static void checkImports(
+      String where, Block b, SnippetSource.Region region, Set<String> shownTypes) {
     Set<String> shown = new TreeSet<>(b.imports);
     Set<String> needed = new TreeSet<>();
-    region.imports().forEach(needed::add);
+    region.imports().stream().filter(t -> !shownTypes.contains(t)).forEach(needed::add);
     region.staticImports().forEach(s -> needed.add("static " + s));
     Set<String> missing = new TreeSet<>();
     for (String n : needed) {

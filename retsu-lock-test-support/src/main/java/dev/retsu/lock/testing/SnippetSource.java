@@ -1,5 +1,6 @@
 package dev.retsu.lock.testing;
 
+import com.sun.source.tree.ClassTree;
 import com.sun.source.tree.CompilationUnitTree;
 import com.sun.source.tree.IdentifierTree;
 import com.sun.source.tree.ImportTree;
@@ -26,6 +27,7 @@ import java.util.regex.Pattern;
 import javax.lang.model.element.Element;
 import javax.lang.model.element.ElementKind;
 import javax.lang.model.element.Modifier;
+import javax.lang.model.element.NestingKind;
 import javax.lang.model.element.PackageElement;
 import javax.lang.model.element.TypeElement;
 import javax.tools.Diagnostic;
@@ -39,7 +41,8 @@ import javax.tools.ToolProvider;
  * One source file that holds snippet regions, attributed by javac (on the running test's class
  * path) so that a region's names are known exactly: which types it names (and so which imports a
  * reader needs to paste it), which static members it reaches through a static import, and which
- * local variables it uses without declaring them. Not thread-safe; used by {@link ReadmeSnippets}.
+ * local variables and fields it uses without declaring them. Not thread-safe; used by {@link
+ * ReadmeSnippets}.
  */
 final class SnippetSource {
 
@@ -53,7 +56,8 @@ final class SnippetSource {
       Set<String> imports,
       Set<String> staticImports,
       Set<String> freeVariables,
-      Set<String> declaredVariables) {}
+      Set<String> declaredVariables,
+      Set<String> declaredTypes) {}
 
   private final Path path;
   private final Map<String, Region> regions = new LinkedHashMap<>();
@@ -140,6 +144,7 @@ final class SnippetSource {
     Set<String> staticImports = new TreeSet<>();
     Set<Element> declared = new HashSet<>();
     Set<String> declaredNames = new TreeSet<>();
+    Set<String> declaredTypes = new TreeSet<>();
     Map<Element, String> used = new LinkedHashMap<>();
     new TreePathScanner<Void, Void>() {
       @Override
@@ -168,6 +173,16 @@ final class SnippetSource {
       }
 
       @Override
+      public Void visitClass(ClassTree node, Void unused) {
+        if (inside(positions.getStartPosition(unit, node))
+            && trees.getElement(getCurrentPath()) instanceof TypeElement type
+            && type.getNestingKind() == NestingKind.TOP_LEVEL) {
+          declaredTypes.add(type.getQualifiedName().toString()); // the block shows the whole class
+        }
+        return super.visitClass(node, unused);
+      }
+
+      @Override
       public Void visitIdentifier(IdentifierTree node, Void unused) {
         if (inside(positions.getStartPosition(unit, node))) {
           String simple = node.getName().toString();
@@ -178,12 +193,14 @@ final class SnippetSource {
             } else if (isLocal(e.getKind())) {
               used.put(e, simple);
             } else if (e.getModifiers().contains(Modifier.STATIC)
-                && e.getEnclosingElement() instanceof TypeElement owner) {
-              String member = owner.getQualifiedName() + "." + simple;
-              if (staticallyImported.contains(member)
-                  || staticallyImported.contains(owner.getQualifiedName() + ".*")) {
-                staticImports.add(member);
-              }
+                && e.getEnclosingElement() instanceof TypeElement owner
+                && (staticallyImported.contains(owner.getQualifiedName() + "." + simple)
+                    || staticallyImported.contains(owner.getQualifiedName() + ".*"))) {
+              staticImports.add(owner.getQualifiedName() + "." + simple);
+            } else if (e.getKind() == ElementKind.FIELD) {
+              // a field of the surrounding code, by its simple name: the reader has it only if the
+              // block declares it (the block shows the whole class)
+              used.put(e, simple);
             }
           }
         }
@@ -220,7 +237,7 @@ final class SnippetSource {
             free.add(simple);
           }
         });
-    return new Region(name, code, imports, staticImports, free, declaredNames);
+    return new Region(name, code, imports, staticImports, free, declaredNames, declaredTypes);
   }
 
   private static boolean isLocal(ElementKind kind) {

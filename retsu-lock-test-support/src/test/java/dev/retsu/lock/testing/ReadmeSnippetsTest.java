@@ -43,6 +43,24 @@ class ReadmeSnippetsTest {
           System.out.println(given.length());
           // end-snippet
         }
+
+        private int held;
+
+        void third() {
+          // snippet:t/field
+          held = 1;
+          // end-snippet
+          // snippet:t/holder
+          class Holder {
+            private int count;
+
+            void add() {
+              count++;
+            }
+          }
+          // end-snippet
+          new Holder().add();
+        }
       }
       """;
 
@@ -119,6 +137,18 @@ class ReadmeSnippetsTest {
     assertThatThrownBy(() -> ReadmeSnippets.verify(alone, "t", source()))
         .as("waits is declared by a block that is not on this page")
         .hasMessageContaining("uses [waits] without declaring them");
+  }
+
+  @Test
+  void aFieldOfTheSurroundingCodeFailsUnlessTheBlockDeclaresIt() throws IOException {
+    Path page = page(block("t/field", "held = 1;\n"));
+    assertThatThrownBy(() -> ReadmeSnippets.verify(page, "t", source()))
+        .as("held is a field of the class around the region, which the page does not show")
+        .hasMessageContaining("uses [held] without declaring them");
+    String holder =
+        "class Holder {\n  private int count;\n\n  void add() {\n    count++;\n  }\n}\n";
+    assertThat(ReadmeSnippets.verify(page(block("t/holder", holder)), "t", source()))
+        .containsExactly("t/holder");
   }
 
   @Test

@@ -17,6 +17,7 @@ import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+// snippet:examples/collector
 /**
  * The queue state-metrics collector, wired: a {@link LeaderLoop} on the collector's fixed key,
  * leadership metrics on every replica, and queue gauges that only the leader exports, filled by the
@@ -29,7 +30,7 @@ import org.slf4j.LoggerFactory;
 public final class QueueStateCollector implements AutoCloseable {
 
   /** The collector's lock: a fixed two-part key, ('RETS', 1). Never reuse it for other jobs. */
-  public static final LockKey KEY = LockKey.of(Schema.KEY_NAMESPACE, 1);
+  public static final LockKey KEY = LockKey.of(0x52455453, 1); // Schema.KEY_NAMESPACE
 
   /** The {@code lock} tag of the leadership metrics. */
   public static final String LOCK_NAME = "queue-state-collector";
@@ -51,7 +52,6 @@ public final class QueueStateCollector implements AutoCloseable {
    * @param takeover how standbys wait for the lock
    * @param log one more listener, for the lines operators grep for
    */
-  // snippet:examples/collector-wiring
   public QueueStateCollector(
       DataSource pool,
       MeterRegistry registry,
@@ -74,10 +74,7 @@ public final class QueueStateCollector implements AutoCloseable {
     queueGauges.bindTo(registry); // gauges only while leading, removed before the lock is released
   }
 
-  // end-snippet
-
   /** One refresh of the leader: read the queue state, then export it. */
-  // snippet:examples/collector-refresh
   private void refresh(LeaderContext ctx) throws SQLException {
     // The state query runs on the session that holds the lock, never on another one.
     QueueStateSnapshot snapshot = QueueStateQuery.read(ctx.connection());
@@ -86,8 +83,6 @@ public final class QueueStateCollector implements AutoCloseable {
       LOG.warn("[candidate={}] Term ended during the refresh; not exported", loop.candidateId());
     }
   }
-
-  // end-snippet
 
   /**
    * Runs the loop on the calling thread until {@link #close()}.
@@ -134,3 +129,4 @@ public final class QueueStateCollector implements AutoCloseable {
     leadership.close();
   }
 }
+// end-snippet

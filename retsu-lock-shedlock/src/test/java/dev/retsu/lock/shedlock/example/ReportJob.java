@@ -8,6 +8,7 @@ import net.javacrumbs.shedlock.core.LockAssert;
 import net.javacrumbs.shedlock.spring.annotation.SchedulerLock;
 import org.springframework.scheduling.annotation.Scheduled;
 
+// snippet:shedlock/job
 /**
  * A scheduled job that runs on one node at a time: ShedLock's {@code @SchedulerLock} around a
  * {@code @Scheduled} method. Each run records itself in {@code report_run} on the lock's own
@@ -21,8 +22,7 @@ public class ReportJob {
     this.locks = locks;
   }
 
-  // snippet:shedlock/job
-  @Scheduled(fixedDelay = 100)
+  @Scheduled(fixedDelayString = "${report.interval:PT24H}") // the tests run it every 100 ms
   @SchedulerLock(name = "nightly-report", lockAtLeastFor = "PT0.2S")
   public void run() throws SQLException {
     LockAssert.assertLocked(); // fails if the method ever runs without the lock
@@ -40,5 +40,5 @@ public class ReportJob {
           }
         });
   }
-  // end-snippet
 }
+// end-snippet

@@ -10,10 +10,12 @@ import dev.retsu.lock.testing.ReadmeSnippets;
 import dev.retsu.lock.testing.TestDatabase;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Map;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.context.annotation.AnnotationConfigApplicationContext;
+import org.springframework.core.env.MapPropertySource;
 
 /**
  * The {@code @SchedulerLock} example, run as two nodes (two Spring contexts, two pools) on one
@@ -62,6 +64,9 @@ class ReportJobIntegrationTest {
 
   private static AnnotationConfigApplicationContext node(DataSource dataSource) {
     AnnotationConfigApplicationContext ctx = new AnnotationConfigApplicationContext();
+    ctx.getEnvironment()
+        .getPropertySources()
+        .addFirst(new MapPropertySource("test", Map.of("report.interval", "PT0.1S")));
     ctx.registerBean(DataSource.class, () -> dataSource);
     ctx.register(ReportJobConfiguration.class);
     ctx.refresh();

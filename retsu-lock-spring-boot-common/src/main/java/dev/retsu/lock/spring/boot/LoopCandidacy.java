@@ -152,13 +152,18 @@ final class LoopCandidacy implements Candidacy {
     }
   }
 
-  /** The message with its SQLState, from the first cause that has one. */
-  private static String message(Throwable error) {
+  /**
+   * The message with its SQLState, from the first cause that has one, unless the message already
+   * names it (core's exceptions do).
+   */
+  static String message(Throwable error) {
+    String message = String.valueOf(error.getMessage());
     for (Throwable t = error; t != null; t = t.getCause()) {
       if (t instanceof java.sql.SQLException s && s.getSQLState() != null) {
-        return error.getMessage() + " (SQLState " + s.getSQLState() + ")";
+        String state = "SQLState " + s.getSQLState();
+        return message.contains(state) ? message : message + " (" + state + ")";
       }
     }
-    return error.getMessage();
+    return message;
   }
 }

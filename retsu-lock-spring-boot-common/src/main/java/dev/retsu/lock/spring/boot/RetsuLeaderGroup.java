@@ -15,6 +15,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
@@ -34,11 +38,18 @@ import org.springframework.jdbc.core.JdbcTemplate;
  * bound to the thread so {@link #dataSource()} and {@link #jdbcTemplate()} reach the session that
  * holds the key; {@code @LeaderOnly(value = "<group>", key = "<key>")} runs a method only while
  * this instance holds that key. Stopping it ends every key's work before the keys are released.
- * Thread-safe.
+ *
+ * <p>A group that fails for good publishes {@link LivenessState#BROKEN}: at start when {@code
+ * LeaderGroup.start} throws, and later (a transaction pooler found when a session is opened again)
+ * from a watch thread, {@code retsu-lock-group-<name>-watch}, that reads the group's state every
+ * {@link #WATCH_INTERVAL} without I/O and stops with the group. Thread-safe.
  */
 public final class RetsuLeaderGroup implements SmartLifecycle {
 
   private static final Logger LOG = LoggerFactory.getLogger(RetsuLeaderGroup.class);
+
+  /** How often a started group's state is read for a failure after start: 1 second. */
+  static final java.time.Duration WATCH_INTERVAL = java.time.Duration.ofSeconds(1);
 
   private final String name;
   private final LeaderGroup group;
@@ -56,6 +67,8 @@ public final class RetsuLeaderGroup implements SmartLifecycle {
   private volatile boolean started;
   private volatile boolean stopped;
   private volatile JdbcTemplate jdbcTemplate;
+  private final AtomicBoolean brokenPublished = new AtomicBoolean();
+  private ScheduledExecutorService watch; // guarded by lifecycle
 
   RetsuLeaderGroup(
       String name,
@@ -195,12 +208,19 @@ public final class RetsuLeaderGroup implements SmartLifecycle {
       try {
         group.start(ctx -> gates.get(ctx.term().key()).runBound(task, ctx, job));
       } catch (RuntimeException e) {
-        LOG.error(
-            "[group={}] Will never lead a key in this process; publishing liveness BROKEN",
-            name,
-            e);
-        AvailabilityChangeEvent.publish(events, this, LivenessState.BROKEN);
+        publishBroken(e);
+        return;
       }
+      // core tells no listener when a running group fails (it only moves to FAILED): read it
+      watch =
+          Executors.newSingleThreadScheduledExecutor(
+              r -> {
+                Thread t = new Thread(r, "retsu-lock-group-" + name + "-watch");
+                t.setDaemon(true);
+                return t;
+              });
+      long every = WATCH_INTERVAL.toMillis();
+      watch.scheduleWithFixedDelay(this::checkFailed, every, every, TimeUnit.MILLISECONDS);
     } finally {
       lifecycle.unlock();
     }
@@ -211,10 +231,32 @@ public final class RetsuLeaderGroup implements SmartLifecycle {
     lifecycle.lock();
     try {
       stopped = true;
+      if (watch != null) {
+        watch.shutdownNow();
+      }
       group.close(); // every key's work stops, then the sessions end
     } finally {
       lifecycle.unlock();
     }
+  }
+
+  /** The watch's check: a group that failed after start will never lead a key again. */
+  private void checkFailed() {
+    if (group.state() == LeaderGroup.State.FAILED && !stopped) {
+      publishBroken(group.failure().orElse(null));
+      watch.shutdown();
+    }
+  }
+
+  private void publishBroken(Throwable cause) {
+    if (!brokenPublished.compareAndSet(false, true)) {
+      return;
+    }
+    LOG.error(
+        "[group={}] Will never lead a key in this process; publishing liveness BROKEN",
+        name,
+        cause);
+    AvailabilityChangeEvent.publish(events, this, LivenessState.BROKEN);
   }
 
   @Override

@@ -12,6 +12,7 @@ import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.sql.Connection;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -22,6 +23,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.availability.LivenessState;
 import org.springframework.boot.test.context.assertj.AssertableApplicationContext;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.context.ApplicationListener;
@@ -89,6 +91,135 @@ public abstract class AbstractRetsuLockAutoConfigurationIntegrationTest {
             "retsu.lock.leaders.job.key.value=" + key,
             "retsu.lock.leaders.job.retry-interval=200ms",
             "retsu.lock.leaders.job.refresh-interval=200ms");
+  }
+
+  @Test
+  void aGroupThatFailsAfterItStartedIsDownAndPublishesLivenessBroken() throws Exception {
+    // Every session of the group gets the same backend, as through a transaction pooler; the
+    // second session comes late, so the group starts on the first and fails only afterwards,
+    // when the second finds the first's marker on the backend.
+    try (Connection backend = db.connect()) {
+      List<Class<?>> all = new java.util.ArrayList<>(line.autoConfigurations());
+      all.add(RetsuLockAutoConfiguration.class);
+      new ApplicationContextRunner()
+          .withConfiguration(AutoConfigurations.of(all.toArray(Class<?>[]::new)))
+          .withBean(DataSource.class, () -> new OneBackend(backend, Duration.ofMillis(1500)))
+          .withBean(
+              AbstractRetsuLockAutoConfigurationTest.Liveness.class,
+              AbstractRetsuLockAutoConfigurationTest.Liveness::new)
+          .withPropertyValues(
+              "retsu.lock.candidate-id=pooled",
+              "retsu.lock.groups.g.namespace=late-failure-" + KEYS.incrementAndGet(),
+              "retsu.lock.groups.g.keys=a,b,c,d",
+              "retsu.lock.groups.g.sessions=2")
+          .run(
+              context -> {
+                assertThat(context).hasNotFailed();
+                RetsuLeaderGroup group = context.getBean(RetsuLeaderGroup.class);
+                List<Object> liveness =
+                    context.getBean(AbstractRetsuLockAutoConfigurationTest.Liveness.class).states;
+                assertThat(group.status()).as("started on its first session").isEqualTo("member");
+                assertThat(liveness).doesNotContain(LivenessState.BROKEN);
+                await()
+                    .atMost(Duration.ofSeconds(15))
+                    .until(() -> liveness.contains(LivenessState.BROKEN));
+                assertThat(group.status()).isEqualTo("failed");
+                assertThat(line.healthStatus(context)).isEqualTo("DOWN");
+                assertThat(line.healthDetails(context).get("groups").toString())
+                    .contains("role=failed", "POOLER_DETECTED");
+              });
+    }
+  }
+
+  /**
+   * Hands every borrower the same backend, the way a transaction-mode pooler with one server
+   * connection does; every borrow after the first waits {@code late} first. {@code close()} of a
+   * handle keeps the backend open.
+   */
+  private static final class OneBackend implements DataSource {
+    private final Connection backend;
+    private final Duration late;
+    private final java.util.concurrent.atomic.AtomicInteger borrows =
+        new java.util.concurrent.atomic.AtomicInteger();
+
+    OneBackend(Connection backend, Duration late) {
+      this.backend = backend;
+      this.late = late;
+    }
+
+    @Override
+    public Connection getConnection() throws java.sql.SQLException {
+      if (borrows.incrementAndGet() > 1) {
+        try {
+          Thread.sleep(late.toMillis()); // the late borrower, not a wait for the code under test
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw new java.sql.SQLException("interrupted", "08001", e);
+        }
+      }
+      return (Connection)
+          java.lang.reflect.Proxy.newProxyInstance(
+              getClass().getClassLoader(),
+              new Class<?>[] {Connection.class},
+              (proxy, method, args) -> {
+                switch (method.getName()) {
+                  case "close":
+                  case "abort":
+                    return null;
+                  case "isWrapperFor":
+                    return false;
+                  case "unwrap":
+                    throw new java.sql.SQLException("not a wrapper");
+                  case "equals":
+                    return proxy == args[0];
+                  case "hashCode":
+                    return System.identityHashCode(proxy);
+                  default:
+                    try {
+                      return method.invoke(backend, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                      throw e.getCause();
+                    }
+                }
+              });
+    }
+
+    @Override
+    public Connection getConnection(String user, String password) throws java.sql.SQLException {
+      return getConnection();
+    }
+
+    @Override
+    public java.io.PrintWriter getLogWriter() {
+      return null;
+    }
+
+    @Override
+    public void setLogWriter(java.io.PrintWriter out) {}
+
+    @Override
+    public void setLoginTimeout(int seconds) {}
+
+    @Override
+    public int getLoginTimeout() {
+      return 0;
+    }
+
+    @Override
+    public java.util.logging.Logger getParentLogger()
+        throws java.sql.SQLFeatureNotSupportedException {
+      throw new java.sql.SQLFeatureNotSupportedException();
+    }
+
+    @Override
+    public <T> T unwrap(Class<T> iface) throws java.sql.SQLException {
+      throw new java.sql.SQLException("not a wrapper");
+    }
+
+    @Override
+    public boolean isWrapperFor(Class<?> iface) {
+      return false;
+    }
   }
 
   @Test

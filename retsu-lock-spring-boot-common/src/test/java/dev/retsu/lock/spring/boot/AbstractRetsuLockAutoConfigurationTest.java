@@ -20,6 +20,7 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.postgresql.ds.PGSimpleDataSource;
 import org.springframework.boot.LazyInitializationBeanFactoryPostProcessor;
+import org.springframework.boot.SpringBootVersion;
 import org.springframework.boot.actuate.info.Info;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.availability.AvailabilityChangeEvent;
@@ -76,6 +77,29 @@ public abstract class AbstractRetsuLockAutoConfigurationTest {
             .withConfiguration(AutoConfigurations.of(all.toArray(Class<?>[]::new)))
             .withPropertyValues("management.endpoints.web.exposure.include=health,info,leaders");
     this.withIdleDataSource = runner.withBean(DataSource.class, PGSimpleDataSource::new);
+  }
+
+  /**
+   * Returns the Spring Boot version this line's module asked the build to test on ({@code
+   * retsu.tests.spring-boot}, set from {@code spring-boot3.version} or {@code
+   * spring-boot4.version}).
+   *
+   * @return the version, e.g. {@code 4.1.2}
+   */
+  static String springBootTheBuildAskedFor() {
+    String asked = System.getProperty("retsu.tests.spring-boot", "none");
+    assertThat(asked)
+        .as("retsu.tests.spring-boot, set by the Boot line's module")
+        .isNotEqualTo("none")
+        .isNotBlank();
+    return asked;
+  }
+
+  @Test
+  void theTestsRunOnTheSpringBootTheBuildAskedFor() {
+    String asked = springBootTheBuildAskedFor();
+    assertThat(asked).startsWith(line.major() + ".");
+    assertThat(SpringBootVersion.getVersion()).isEqualTo(asked);
   }
 
   @Test
@@ -595,8 +619,11 @@ public abstract class AbstractRetsuLockAutoConfigurationTest {
                   .until(() -> leader.status().equals("standby"));
               assertThat(line.healthStatus(context)).isEqualTo("UP");
               assertThat(details(context, "job")).containsEntry("state", "RUNNING");
-              assertThat(details(context, "job").get("standby").toString())
-                  .contains("reason=database-unreachable", "SQLState 08001");
+              String standby = details(context, "job").get("standby").toString();
+              assertThat(standby).contains("reason=database-unreachable", "SQLState 08001");
+              assertThat(standby.split("SQLState 08001", -1))
+                  .as("the SQLState is named once: %s", standby)
+                  .hasSize(2);
               assertThat(context.getBean(Liveness.class).states)
                   .doesNotContain(LivenessState.BROKEN);
             });

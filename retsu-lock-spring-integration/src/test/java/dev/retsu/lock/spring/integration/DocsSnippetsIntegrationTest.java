@@ -24,7 +24,7 @@ class DocsSnippetsIntegrationTest {
                 Path.of("../docs/spring-integration.md"),
                 "spring-integration",
                 Path.of(
-                    "src/test/java/dev/retsu/lock/spring/integration/RoleControllerIntegrationTest.java"),
+                    "src/test/java/dev/retsu/lock/spring/integration/example/ClusterConfiguration.java"),
                 Path.of(
                     "src/test/java/dev/retsu/lock/spring/integration/DocsSnippetsIntegrationTest.java")))
         .containsExactly("spring-integration/initiator", "spring-integration/registry");
@@ -46,15 +46,17 @@ class DocsSnippetsIntegrationTest {
     RetsuLockRegistry registry =
         RetsuLockRegistry.builder(dataSource).candidateId("node-a").build();
     Lock lock = registry.obtain("orders");
+    int holderPid = 0;
     if (lock.tryLock(2, TimeUnit.SECONDS)) {
       try {
-        // the key "orders" is held by one session of one JVM, for one thread
-        held = registry.lease("orders").orElseThrow().backendPid();
+        // the key "orders" is held by one session of one JVM, for one thread: this one
+        holderPid = registry.lease("orders").orElseThrow().backendPid();
       } finally {
         lock.unlock(); // the key is free when unlock returns
       }
     }
     // end-snippet
+    held = holderPid;
     return registry;
   }
 }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.retsu.lock.spring.integration.example.ClusterConfiguration;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
 import java.time.Duration;
@@ -11,14 +12,7 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.context.annotation.AnnotationConfigApplicationContext;
-import org.springframework.context.annotation.Bean;
-import org.springframework.context.annotation.Configuration;
-import org.springframework.integration.annotation.InboundChannelAdapter;
-import org.springframework.integration.annotation.Poller;
-import org.springframework.integration.annotation.Role;
 import org.springframework.integration.channel.QueueChannel;
-import org.springframework.integration.config.EnableIntegration;
-import org.springframework.integration.leader.DefaultCandidate;
 import org.springframework.integration.support.SmartLifecycleRoleController;
 
 /**
@@ -34,7 +28,7 @@ class RoleControllerIntegrationTest {
     try (HikariDataSource pool = SpringIntegrationTesting.pool(db, "roles", 4);
         AnnotationConfigApplicationContext ctx = new AnnotationConfigApplicationContext()) {
       ctx.registerBean(DataSource.class, () -> pool);
-      ctx.register(ClusterConfig.class);
+      ctx.register(ClusterConfiguration.class);
       ctx.refresh();
       QueueChannel ticks = ctx.getBean("ticks", QueueChannel.class);
       SmartLifecycleRoleController roles = ctx.getBean(SmartLifecycleRoleController.class);
@@ -54,34 +48,5 @@ class RoleControllerIntegrationTest {
       initiator.start();
       await().atMost(Duration.ofSeconds(30)).until(() -> ticks.receive(100) != null);
     }
-  }
-
-  /** The application's integration configuration, with the advisory-lock initiator. */
-  @Configuration
-  @EnableIntegration
-  static class ClusterConfig {
-
-    @Bean
-    QueueChannel ticks() {
-      return new QueueChannel();
-    }
-
-    @Bean
-    @InboundChannelAdapter(
-        channel = "ticks",
-        poller = @Poller(fixedDelay = "50"),
-        autoStartup = "false")
-    @Role("cluster")
-    java.util.function.Supplier<String> tick() {
-      return () -> "tick";
-    }
-
-    // snippet:spring-integration/initiator
-    @Bean
-    RetsuLeaderInitiator leaderInitiator(DataSource dataSource) {
-      return RetsuLeaderInitiator.builder(dataSource, new DefaultCandidate("node-a", "cluster"))
-          .build();
-    }
-    // end-snippet
   }
 }

@@ -18,7 +18,8 @@ public final class BootLine {
    * @param major the line this module is built for: 3 or 4
    * @param minMinor the least minor version of that line it supports
    * @param running the running Spring Boot version, {@link SpringBootVersion#getVersion()}
-   * @throws IllegalStateException naming the running version and the starter to use instead
+   * @throws WrongBootLineException (an {@link IllegalStateException}) naming the running version
+   *     and the starter to use instead
    */
   public static void require(int major, int minMinor, String running) {
     String version = running == null ? "unknown" : running;
@@ -27,15 +28,24 @@ public final class BootLine {
       return;
     }
     String mine = "retsu-lock-spring-boot" + major + "-starter";
+    String other = "retsu-lock-spring-boot" + (major == 3 ? 4 : 3) + "-starter";
     String fix;
-    if (mm[0] == 3 && mm[1] >= 5) {
-      fix = "use retsu-lock-spring-boot3-starter instead of " + mine;
-    } else if (mm[0] >= 4) {
-      fix = "use retsu-lock-spring-boot4-starter instead of " + mine;
+    if ((mm[0] == 3 && mm[1] >= 5 && major == 4) || (mm[0] == 4 && major == 3)) {
+      fix =
+          "use "
+              + other
+              + " instead of "
+              + mine
+              + " (same version; with both starters on the class path, remove one)";
+    } else if (mm[0] > 4) {
+      fix =
+          "Spring Boot "
+              + mm[0]
+              + " is not supported by this retsu-lock version (it supports 3.5 and 4.x)";
     } else {
       fix = "upgrade to Spring Boot 3.5 or later (retsu-lock supports 3.5 and 4.x)";
     }
-    throw new IllegalStateException(
+    throw new WrongBootLineException(
         mine
             + " is for Spring Boot "
             + major
@@ -44,10 +54,8 @@ public final class BootLine {
             + " and later "
             + major
             + ".x, but this application runs Spring Boot "
-            + version
-            + ": "
-            + fix
-            + " (same version; with both starters on the class path, remove one)");
+            + version,
+        fix);
   }
 
   /** The running Spring Boot version. */
