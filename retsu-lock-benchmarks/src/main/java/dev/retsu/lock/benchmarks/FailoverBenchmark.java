@@ -135,8 +135,9 @@ final class FailoverBenchmark {
    *
    * @param config config name
    * @param rep repetition
-   * @param beforeHook classes loaded from SIGTERM to the shutdown hook
-   * @param hookToNewTerm classes loaded from the hook to the new leader's term start
+   * @param beforeHook classes loaded from SIGTERM to the shutdown hook, each {@code name@µs} (µs
+   *     after SIGTERM)
+   * @param hookToNewTerm classes loaded from the hook to the new leader's term start, likewise
    * @param hookMicros SIGTERM to the hook
    * @param newTermMicros SIGTERM to the new leader's term start
    */
@@ -348,7 +349,9 @@ final class FailoverBenchmark {
       }
     }
     if (traceClassLoad && scenario == Scenario.CLOSE && found.isPresent()) {
-      classLoads.add(classLoads(config, rep, leader, fault, found.get().span.start()));
+      // the new leader's Term.start() (lock granted, token taken), else its ACQUIRED line
+      long newTerm = grant >= 0 ? fault + grant : found.get().span.start();
+      classLoads.add(classLoads(config, rep, leader, fault, newTerm));
     }
     live.removeIf(c -> !c.alive() && closeQuietly(c));
     return new Sample(
@@ -383,10 +386,12 @@ final class FailoverBenchmark {
         long t = Long.parseLong(line.substring(1, end));
         String rest = line.substring(end + 3).trim();
         String name = rest.contains(" ") ? rest.substring(0, rest.indexOf(' ')) : rest;
+        // each name with when it loaded, in µs after SIGTERM
+        String stamped = name + "@" + (t - faultNanos) / 1000;
         if (t > faultNanos && t <= hookNanos) {
-          before.add(name);
+          before.add(stamped);
         } else if (t > hookNanos && t <= newTermNanos) {
-          after.add(name);
+          after.add(stamped);
         }
       }
     }

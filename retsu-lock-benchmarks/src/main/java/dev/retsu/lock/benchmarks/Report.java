@@ -216,13 +216,13 @@ final class Report {
     md.append(
         "\n## The old leader's graceful close: classes its JVM loaded (`-Xlog:class+load`)\n\n"
             + "From SIGTERM to the shutdown hook, and from the hook to the new leader's term start"
-            + " (its lock granted and token taken, so after the old session ended: an upper"
+            + " (`Term.start()`: its lock granted and token taken, so after the old session ended: an upper"
             + " bound of what loaded before the session ended). Placed on the old JVM's monotonic"
             + " clock through its HOOK line.\n\n"
             + "| config | rep | SIGTERM to hook (ms) | SIGTERM to new term (ms) | loaded before"
             + " the hook | loaded from the hook to the new term |\n"
             + "| --- | --- | --- | --- | --- | --- |\n");
-    Map<String, Integer> seen = new java.util.TreeMap<>();
+    Map<String, List<Long>> seen = new java.util.TreeMap<>();
     for (FailoverBenchmark.ClassLoads c : classLoads) {
       md.append(
           String.format(
@@ -234,15 +234,35 @@ final class Report {
               Stats.ms(c.newTermMicros()),
               c.beforeHook().size(),
               c.hookToNewTerm().size()));
-      for (String name : c.hookToNewTerm()) {
-        seen.merge(c.config() + " | " + name, 1, Integer::sum);
+      for (String phase : List.of("before the hook", "hook to new term")) {
+        for (String stamped : phase.startsWith("before") ? c.beforeHook() : c.hookToNewTerm()) {
+          int at = stamped.lastIndexOf('@');
+          // hidden classes (lambdas) carry an address: one name for all repetitions
+          String name =
+              stamped
+                  .substring(0, at)
+                  .replaceAll("/0x[0-9a-f]+$", "")
+                  .replaceAll("\\$\\$Lambda\\$?[0-9]*", "\\$\\$Lambda");
+          seen.computeIfAbsent(
+                  c.config() + " | " + phase + " | `" + name + "`", k -> new ArrayList<>())
+              .add(Long.parseLong(stamped.substring(at + 1)));
+        }
       }
     }
     if (!seen.isEmpty()) {
       md.append(
-          "\nClasses loaded between the hook and the new term, and in how many repetitions:\n\n"
-              + "| config | class | repetitions |\n| --- | --- | --- |\n");
-      seen.forEach((k, v) -> md.append("| ").append(k).append(" | ").append(v).append(" |\n"));
+          "\nEach class, in how many repetitions it loaded, and when (median ms after"
+              + " SIGTERM):\n\n| config | phase | class | repetitions | median ms after SIGTERM |\n"
+              + "| --- | --- | --- | --- | --- |\n");
+      seen.forEach(
+          (k, v) ->
+              md.append("| ")
+                  .append(k)
+                  .append(" | ")
+                  .append(v.size())
+                  .append(" | ")
+                  .append(Stats.ms(Stats.of(v).median()))
+                  .append(" |\n"));
     }
     return md.toString();
   }
