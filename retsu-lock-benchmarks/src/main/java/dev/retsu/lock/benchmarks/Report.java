@@ -661,8 +661,16 @@ final class Report {
     return ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage();
   }
 
-  /** The checked-out commit (with "+changes" when the tree differs), or "unknown". */
+  /**
+   * The commit: the system property {@code retsu.bench.commit} when set (so a jar copied out of the
+   * checkout can name it), else the checked-out commit (with "+changes" when the tree differs), or
+   * "unknown".
+   */
   private static String commit() {
+    String given = System.getProperty("retsu.bench.commit");
+    if (given != null && !given.isBlank()) {
+      return given;
+    }
     try {
       Process head =
           new ProcessBuilder("git", "rev-parse", "--short=12", "HEAD")
