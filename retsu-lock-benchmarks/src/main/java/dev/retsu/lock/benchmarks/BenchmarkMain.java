@@ -31,6 +31,7 @@ import org.openjdk.jmh.runner.options.VerboseMode;
  *     [--out DIR] [--reps N] [--default-reps N] [--only NAME,NAME]
  *     [--scenarios close,kill,terminate,partition,pause] [--scale-keys N,N]
  *     [--trace-class-load on] [--horizon-timeouts S,S] [--horizon-standbys N,N] [--horizon-cap S]
+ * java -jar retsu-lock-benchmarks.jar chart --csv failover.csv[,failover.csv] --svg FILE [--title T]
  * java -jar retsu-lock-benchmarks.jar group [--out DIR] [--group-keys N] [--group-members N,N|none]
  *     [--group-sessions N] [--group-shapes MxK,MxK|none] [--group-reps N] [--group-settle S]
  * </pre>
@@ -71,7 +72,9 @@ public final class BenchmarkMain {
       System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
     }
     Path out = run(args);
-    System.out.println(Files.readString(out.resolve("results.md")));
+    if (args.length == 0 || !args[0].equals("chart")) {
+      System.out.println(Files.readString(out.resolve("results.md")));
+    }
   }
 
   /**
@@ -85,6 +88,9 @@ public final class BenchmarkMain {
     String command = args.length > 0 && !args[0].startsWith("--") ? args[0] : "all";
     if (command.equals("group")) {
       return group(args);
+    }
+    if (command.equals("chart")) {
+      return chart(args);
     }
     Profile profile = command.equals("smoke") ? Profile.smokeRun() : Profile.fullRun();
     Set<Part> parts =
@@ -239,6 +245,39 @@ public final class BenchmarkMain {
     report.write(out);
     Progress.log("done: %s", out.resolve("results.md").toAbsolutePath());
     return out;
+  }
+
+  /**
+   * The {@code chart} command: one failover chart from the {@code failover.csv} of one or more runs
+   * ({@code --csv a.csv,b.csv}), written to {@code --svg FILE}; {@code --title} names it.
+   */
+  private static Path chart(String... args) throws IOException {
+    List<String> lines = new ArrayList<>();
+    Path svg = null;
+    String title = "Takeover after a fault, every repetition";
+    for (int i = 1; i < args.length; i += 2) {
+      if (i + 1 >= args.length) {
+        throw new IllegalArgumentException(args[i] + " needs a value");
+      }
+      String v = args[i + 1];
+      switch (args[i]) {
+        case "--csv" -> {
+          for (String f : v.split(",")) {
+            lines.addAll(Files.readAllLines(Path.of(f)));
+          }
+        }
+        case "--svg" -> svg = Path.of(v);
+        case "--title" -> title = v;
+        default -> throw new IllegalArgumentException("unknown option for chart: " + args[i]);
+      }
+    }
+    if (lines.isEmpty() || svg == null) {
+      throw new IllegalArgumentException(
+          "chart needs --csv FILE[,FILE] (failover.csv of a run) and --svg FILE");
+    }
+    Files.writeString(svg, SvgChart.failoverFromCsv(lines, title));
+    Progress.log("chart: %s", svg.toAbsolutePath());
+    return svg.toAbsolutePath().getParent();
   }
 
   /** The {@code group} command: LeaderGroup members in child JVMs. */

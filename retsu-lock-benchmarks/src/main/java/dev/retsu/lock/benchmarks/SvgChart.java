@@ -78,7 +78,7 @@ final class SvgChart {
     }
     Axis axis = log ? Axis.log(lo, hi) : Axis.linear(hi);
     int rows = panels.stream().mapToInt(p -> Math.max(1, p.series().size())).sum();
-    int height = 40 + panels.size() * PANEL_HEAD + rows * ROW + AXIS + 10;
+    int height = 52 + panels.size() * PANEL_HEAD + rows * ROW + AXIS + 10;
     StringBuilder svg = new StringBuilder(4096);
     svg.append("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n")
         .append("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"")
@@ -93,8 +93,14 @@ final class SvgChart {
         .append("<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n")
         .append("<text x=\"10\" y=\"22\" font-size=\"15\" font-weight=\"bold\">")
         .append(escape(title))
-        .append("</text>\n");
-    int y = 40;
+        .append("</text>\n")
+        .append("<text x=\"10\" y=\"40\" font-size=\"11\" fill=\"#333\">")
+        .append(
+            "colours: <tspan fill=\"#1f5fbf\">retsu-lock</tspan>, <tspan fill=\"#555555\">raw"
+                + " pg_advisory_lock waiter</tspan>, <tspan fill=\"#6a3d9a\">retsu adapters</tspan>,"
+                + " <tspan fill=\"#e08000\">ShedLock</tspan>, <tspan fill=\"#c0282d\">Spring"
+                + " Integration</tspan>; one dot per repetition</text>\n");
+    int y = 52;
     int plotTop = y;
     for (Panel p : panels) {
       svg.append("<g class=\"panel\">\n<text x=\"10\" y=\"")
@@ -195,7 +201,7 @@ final class SvgChart {
               "<text x=\"%.1f\" y=\"%d\">%s</text>%n",
               axis.x(t),
               bottom + 14,
-              number(t)));
+              t >= 1 && t == Math.rint(t) ? String.format(Locale.ROOT, "%,.0f", t) : number(t)));
     }
     svg.append(
         String.format(
@@ -236,6 +242,47 @@ final class SvgChart {
       return "#c0282d";
     }
     return "#2a8a3a";
+  }
+
+  /**
+   * The failover chart from {@code failover.csv} lines (one or several runs, in order): one panel
+   * per scenario, one series per config in the order they first appear, the gaps of the MOVED
+   * repetitions.
+   *
+   * @param csvLines the files' lines, headers included
+   * @param title the chart's title
+   * @return the SVG document
+   */
+  static String failoverFromCsv(List<String> csvLines, String title) {
+    java.util.Map<String, java.util.Map<String, List<Double>>> byScenario =
+        new java.util.LinkedHashMap<>();
+    for (FailoverBenchmark.Scenario sc : FailoverBenchmark.Scenario.values()) {
+      byScenario.put(sc.name(), new java.util.LinkedHashMap<>());
+    }
+    for (String line : csvLines) {
+      String[] f = line.split(",");
+      if (f.length < 5 || f[0].equals("config") || !byScenario.containsKey(f[1])) {
+        continue;
+      }
+      List<Double> values = byScenario.get(f[1]).computeIfAbsent(f[0], k -> new ArrayList<>());
+      if (f[3].equals("MOVED")) {
+        values.add(Double.parseDouble(f[4]));
+      }
+    }
+    List<Panel> panels = new ArrayList<>();
+    for (FailoverBenchmark.Scenario sc : FailoverBenchmark.Scenario.values()) {
+      java.util.Map<String, List<Double>> m = byScenario.get(sc.name());
+      if (!m.isEmpty()) {
+        List<Series> series = new ArrayList<>();
+        m.forEach((config, values) -> series.add(new Series(config, values)));
+        panels.add(new Panel(sc.title, series));
+      }
+    }
+    return render(
+        title,
+        "fault to the new leader's first task, ms (log scale); box: quartiles, bar: median",
+        panels,
+        true);
   }
 
   static double quantile(double[] sorted, double q) {

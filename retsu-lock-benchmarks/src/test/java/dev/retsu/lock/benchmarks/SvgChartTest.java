@@ -63,6 +63,33 @@ class SvgChartTest {
   }
 
   @Test
+  void theFailoverChartOfSeveralRunsHasOneSeriesPerConfigAndScenarioInTheirOrder()
+      throws Exception {
+    List<String> csv =
+        List.of(
+            "config,scenario,rep,outcome,gap_ms,token_ms,acquire_ms,overlap_ms,claim_ms,note",
+            "retsu-wait-1s,CLOSE,1,MOVED,11.000,9.000,10.000,0.000,0.000,x",
+            "raw-waiter-1s,CLOSE,1,MOVED,5.000,5.000,5.000,0.000,0.000,x",
+            "retsu-wait-1s,CLOSE,2,MOVED,12.000,9.000,10.000,0.000,0.000,x",
+            "config,scenario,rep,outcome,gap_ms,token_ms,acquire_ms,overlap_ms,claim_ms,note",
+            "spring-1s,PAUSE,1,MOVED,2800.000,-0.001,2800.000,3000.000,-0.001,x",
+            "shedlock-1s,PAUSE,1,TIMEOUT,-0.001,-0.001,-0.001,0.000,-0.001,x");
+
+    Document doc = parse(SvgChart.failoverFromCsv(csv, "two runs"));
+
+    List<String> series = new ArrayList<>();
+    NodeList groups = doc.getElementsByTagName("g");
+    for (int i = 0; i < groups.getLength(); i++) {
+      Element g = (Element) groups.item(i);
+      if (g.getAttribute("class").equals("series")) {
+        series.add(g.getAttribute("data-config") + "/" + g.getAttribute("data-n"));
+      }
+    }
+    assertThat(series)
+        .containsExactly("retsu-wait-1s/2", "raw-waiter-1s/1", "spring-1s/1", "shedlock-1s/0");
+  }
+
+  @Test
   void quantilesInterpolateBetweenSortedSamples() {
     double[] v = {1, 2, 3, 4};
     assertThat(SvgChart.quantile(v, 0.5)).isEqualTo(2.5);
