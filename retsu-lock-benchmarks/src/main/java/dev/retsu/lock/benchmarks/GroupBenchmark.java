@@ -643,7 +643,8 @@ final class GroupBenchmark {
                 + ")",
             "departure to the last of its keys taken by another member, ms (log scale)",
             panels,
-            true));
+            true,
+            false));
   }
 
   /** The events of every member, one timeline per key; lines cut by a kill -9 are counted. */

@@ -60,6 +60,15 @@ final class SvgChart {
    * @return the SVG document
    */
   static String render(String title, String axisLabel, List<Panel> panels, boolean log) {
+    return render(title, axisLabel, panels, log, true);
+  }
+
+  /**
+   * Renders the chart, with or without the legend of the libraries' colours (a chart of one
+   * library's setups has no use for it).
+   */
+  static String render(
+      String title, String axisLabel, List<Panel> panels, boolean log, boolean legend) {
     double lo = Double.MAX_VALUE;
     double hi = 0;
     for (Panel p : panels) {
@@ -96,10 +105,13 @@ final class SvgChart {
         .append("</text>\n")
         .append("<text x=\"10\" y=\"40\" font-size=\"11\" fill=\"#333\">")
         .append(
-            "colours: <tspan fill=\"#1f5fbf\">retsu-lock</tspan>, <tspan fill=\"#555555\">raw"
-                + " pg_advisory_lock waiter</tspan>, <tspan fill=\"#6a3d9a\">retsu adapters</tspan>,"
-                + " <tspan fill=\"#e08000\">ShedLock</tspan>, <tspan fill=\"#c0282d\">Spring"
-                + " Integration</tspan>; one dot per repetition</text>\n");
+            legend
+                ? "colours: <tspan fill=\"#1f5fbf\">retsu-lock</tspan>, <tspan fill=\"#555555\">raw"
+                    + " pg_advisory_lock waiter</tspan>, <tspan fill=\"#6a3d9a\">retsu"
+                    + " adapters</tspan>, <tspan fill=\"#e08000\">ShedLock</tspan>, <tspan"
+                    + " fill=\"#c0282d\">Spring Integration</tspan>; one dot per repetition"
+                : "one dot per repetition")
+        .append("</text>\n");
     int y = 52;
     int plotTop = y;
     for (Panel p : panels) {
