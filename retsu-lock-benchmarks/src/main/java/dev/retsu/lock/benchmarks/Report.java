@@ -301,7 +301,7 @@ final class Report {
               + " embedded server wrote in the window (only the standbys made errors there).\n\n"
               + "| setup | waitTimeout | standbys | observed (s) | samples with a snapshot"
               + " | max horizon age (s) | max horizon age (xids) | updates/s"
-              + " | dead tuples not yet removable, max (last) | re-arms | re-arms/hour/standby"
+              + " | dead tuples not yet removable, max (last) | re-arms (POLL: attempts) | per hour per standby"
               + " | lock_timeout ERROR lines | log lines/hour/standby |\n"
               + "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
       for (HorizonBenchmark.Result r : horizon) {
