@@ -135,6 +135,8 @@ final class FailoverBenchmark {
    *
    * @param config config name
    * @param rep repetition
+   * @param became how the old leader had become leader: {@code start-up} (it won the lock when it
+   *     started) or {@code takeover} (it took over from a leader of an earlier repetition)
    * @param beforeHook classes loaded from SIGTERM to the shutdown hook, each {@code name@µs} (µs
    *     after SIGTERM)
    * @param hookToNewTerm classes loaded from the hook to the new leader's term start, likewise
@@ -144,6 +146,7 @@ final class FailoverBenchmark {
   record ClassLoads(
       String config,
       int rep,
+      String became,
       List<String> beforeHook,
       List<String> hookToNewTerm,
       long hookMicros,
@@ -157,6 +160,7 @@ final class FailoverBenchmark {
   private final List<ChildCandidate> all = new ArrayList<>();
   private final boolean traceClassLoad;
   private final List<ClassLoads> classLoads = new ArrayList<>();
+  private final java.util.Set<String> tookOver = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
   FailoverBenchmark(BenchEnv env, List<Scenario> scenarios) {
     this(env, scenarios, false);
@@ -353,6 +357,9 @@ final class FailoverBenchmark {
       long newTerm = grant >= 0 ? fault + grant : found.get().span.start();
       classLoads.add(classLoads(config, rep, leader, fault, newTerm));
     }
+    if (found.isPresent()) {
+      tookOver.add(found.get().child.id);
+    }
     live.removeIf(c -> !c.alive() && closeQuietly(c));
     return new Sample(
         config.name(), scenario, rep, outcome, gap, grant, acquire, overlap, claim, note);
@@ -368,7 +375,8 @@ final class FailoverBenchmark {
     ChildCandidate.Event hook =
         leader.events().stream().filter(e -> e.type().equals("HOOK")).findFirst().orElse(null);
     if (hook == null) {
-      return new ClassLoads(config.name(), rep, List.of(), List.of("(no HOOK line)"), -1, -1);
+      return new ClassLoads(
+          config.name(), rep, became(leader), List.of(), List.of("(no HOOK line)@0"), -1, -1);
     }
     long hookNanos = Long.parseLong(hook.detail().trim());
     long faultNanos = hookNanos - (hook.micros() - fault) * 1000;
@@ -396,7 +404,11 @@ final class FailoverBenchmark {
       }
     }
     return new ClassLoads(
-        config.name(), rep, before, after, hook.micros() - fault, newTerm - fault);
+        config.name(), rep, became(leader), before, after, hook.micros() - fault, newTerm - fault);
+  }
+
+  private String became(ChildCandidate leader) {
+    return tookOver.contains(leader.id) ? "takeover" : "start-up";
   }
 
   /**

@@ -219,17 +219,18 @@ final class Report {
             + " (`Term.start()`: its lock granted and token taken, so after the old session ended: an upper"
             + " bound of what loaded before the session ended). Placed on the old JVM's monotonic"
             + " clock through its HOOK line.\n\n"
-            + "| config | rep | SIGTERM to hook (ms) | SIGTERM to new term (ms) | loaded before"
-            + " the hook | loaded from the hook to the new term |\n"
-            + "| --- | --- | --- | --- | --- | --- |\n");
+            + "| config | rep | the old leader had won by | SIGTERM to hook (ms) | SIGTERM to new"
+            + " term (ms) | loaded before the hook | loaded from the hook to the new term |\n"
+            + "| --- | --- | --- | --- | --- | --- | --- |\n");
     Map<String, List<Long>> seen = new java.util.TreeMap<>();
     for (FailoverBenchmark.ClassLoads c : classLoads) {
       md.append(
           String.format(
               Locale.ROOT,
-              "| %s | %d | %s | %s | %d | %d |%n",
+              "| %s | %d | %s | %s | %s | %d | %d |%n",
               c.config(),
               c.rep(),
+              c.became(),
               Stats.ms(c.hookMicros()),
               Stats.ms(c.newTermMicros()),
               c.beforeHook().size(),
