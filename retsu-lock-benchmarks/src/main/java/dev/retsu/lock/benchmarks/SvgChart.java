@@ -335,8 +335,15 @@ final class SvgChart {
   private record Axis(boolean log, double lo, double hi) {
 
     static Axis log(double min, double max) {
+      // bounds on the 1-3-10 steps, as close around the samples as they go
       double lo = Math.pow(10, Math.floor(Math.log10(min)));
+      if (lo * 3 <= min) {
+        lo *= 3;
+      }
       double hi = Math.pow(10, Math.ceil(Math.log10(max)));
+      if (hi * 0.3 >= max) {
+        hi *= 0.3;
+      }
       if (hi <= lo) {
         hi = lo * 10;
       }
@@ -359,10 +366,11 @@ final class SvgChart {
     List<Double> ticks() {
       List<Double> t = new ArrayList<>();
       if (log) {
-        for (double d = lo; d <= hi * 1.0001; d *= 10) {
-          t.add(d);
-          if (d * 3 < hi) {
-            t.add(d * 3);
+        for (double d = Math.pow(10, Math.floor(Math.log10(lo))); d <= hi * 1.0001; d *= 10) {
+          for (double tick : new double[] {d, d * 3}) {
+            if (tick >= lo * 0.9999 && tick <= hi * 1.0001) {
+              t.add(tick);
+            }
           }
         }
       } else {
