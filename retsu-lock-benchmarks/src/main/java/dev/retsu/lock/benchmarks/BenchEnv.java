@@ -176,6 +176,11 @@ final class BenchEnv implements AutoCloseable {
     return embedded != null ? embedded.postmasterPid() : -1;
   }
 
+  /** Returns the embedded server's log file (its stderr), or null for a server of the URL. */
+  Path serverLog() {
+    return embedded != null ? embedded.dataDirectory().getParent().resolve("postgres.log") : null;
+  }
+
   /** Returns whether {@link #restartImmediately()} works: the server is embedded, ours to stop. */
   boolean canRestart() {
     return embedded != null;

@@ -27,15 +27,18 @@ import org.openjdk.jmh.runner.options.VerboseMode;
  * The benchmark command line.
  *
  * <pre>
- * java -jar retsu-lock-benchmarks.jar [all|failover|idle|scale|proof|handoff|jmh|smoke] [--out DIR]
- *     [--reps N] [--default-reps N] [--only NAME,NAME] [--scenarios close,kill,terminate,partition,pause]
- *     [--scale-keys N,N]
- * java -jar retsu-lock-benchmarks.jar group [--out DIR] [--group-keys N] [--group-members N,N]
- *     [--group-sessions N]
+ * java -jar retsu-lock-benchmarks.jar [all|failover|idle|scale|proof|handoff|horizon|jmh|smoke]
+ *     [--out DIR] [--reps N] [--default-reps N] [--only NAME,NAME]
+ *     [--scenarios close,kill,terminate,partition,pause] [--scale-keys N,N]
+ *     [--trace-class-load on] [--horizon-timeouts S,S] [--horizon-standbys N,N] [--horizon-cap S]
+ * java -jar retsu-lock-benchmarks.jar chart --csv failover.csv[,failover.csv] --svg FILE [--title T]
+ * java -jar retsu-lock-benchmarks.jar group [--out DIR] [--group-keys N] [--group-members N,N|none]
+ *     [--group-sessions N] [--group-shapes MxK,MxK|none] [--group-reps N] [--group-settle S]
  * </pre>
  *
  * <p>{@code group} runs only {@link GroupBenchmark} (10,000 keys over 2 and over 10 member JVMs by
- * default) and writes {@code DIR/group-results.md}; it is not part of {@code all}.
+ * default, then departures at 2 x 1,000, 2 x 5,000 and 10 x 1,000 keys, 5 repetitions) and writes
+ * {@code DIR/group-results.md} and {@code DIR/group.svg}; it is not part of {@code all}.
  *
  * <p>{@code all} is the full run of docs/BENCHMARKS.md; {@code smoke} is the CI-sized run of every
  * part. Results go to {@code DIR/results.md} and CSV files beside it; progress goes to stderr.
@@ -51,6 +54,7 @@ public final class BenchmarkMain {
     SCALE,
     PROOF,
     HANDOFF,
+    HORIZON,
     JMH
   }
 
@@ -68,7 +72,9 @@ public final class BenchmarkMain {
       System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
     }
     Path out = run(args);
-    System.out.println(Files.readString(out.resolve("results.md")));
+    if (args.length == 0 || !args[0].equals("chart")) {
+      System.out.println(Files.readString(out.resolve("results.md")));
+    }
   }
 
   /**
@@ -83,6 +89,9 @@ public final class BenchmarkMain {
     if (command.equals("group")) {
       return group(args);
     }
+    if (command.equals("chart")) {
+      return chart(args);
+    }
     Profile profile = command.equals("smoke") ? Profile.smokeRun() : Profile.fullRun();
     Set<Part> parts =
         switch (command) {
@@ -92,14 +101,20 @@ public final class BenchmarkMain {
           case "scale" -> EnumSet.of(Part.SCALE);
           case "proof" -> EnumSet.of(Part.PROOF);
           case "handoff" -> EnumSet.of(Part.HANDOFF);
+          case "horizon" -> EnumSet.of(Part.HORIZON);
           case "jmh" -> EnumSet.of(Part.JMH);
           default ->
               throw new IllegalArgumentException(
-                  "command must be all, failover, idle, scale, proof, handoff, jmh or smoke, but was "
+                  "command must be all, failover, idle, scale, proof, handoff, horizon, jmh or smoke, but"
+                      + " was "
                       + command);
         };
     Path out = defaultOut();
     List<String> only = List.of();
+    boolean traceClassLoad = false;
+    List<Duration> horizonTimeouts = profile.horizonTimeouts();
+    int[] horizonStandbys = profile.smoke() ? new int[] {1} : new int[] {1, 3};
+    Duration horizonCap = profile.horizonCap();
     List<FailoverBenchmark.Scenario> scenarios =
         new ArrayList<>(List.of(FailoverBenchmark.Scenario.values()));
     for (int i = args.length > 0 && !args[0].startsWith("--") ? 1 : 0; i < args.length; i += 2) {
@@ -120,6 +135,15 @@ public final class BenchmarkMain {
         }
         case "--scale-keys" -> profile = withKeys(profile, v);
         case "--one-key-candidates" -> profile = withOneKey(profile, Integer.parseInt(v));
+        case "--trace-class-load" -> traceClassLoad = onOff(args[i], v);
+        case "--horizon-timeouts" ->
+            horizonTimeouts =
+                Arrays.stream(v.split(","))
+                    .map(t -> Duration.ofSeconds(Long.parseLong(t)))
+                    .toList();
+        case "--horizon-standbys" ->
+            horizonStandbys = Arrays.stream(v.split(",")).mapToInt(Integer::parseInt).toArray();
+        case "--horizon-cap" -> horizonCap = Duration.ofSeconds(Long.parseLong(v));
         default -> throw new IllegalArgumentException("unknown option " + args[i]);
       }
     }
@@ -149,15 +173,20 @@ public final class BenchmarkMain {
       }
       report.configs(configs);
       if (parts.contains(Part.FAILOVER)) {
-        FailoverBenchmark failover = new FailoverBenchmark(env, List.copyOf(scenarios));
+        FailoverBenchmark failover =
+            new FailoverBenchmark(env, List.copyOf(scenarios), traceClassLoad);
         for (FailoverBenchmark.Config c : configs) {
           report.failover(c, failover.run(c));
+          report.classLoads(failover.classLoads());
           report.write(out);
         }
       }
       if (parts.contains(Part.IDLE)) {
         IdleCostBenchmark idle = new IdleCostBenchmark(env, profile.idleWindow());
         for (FailoverBenchmark.Config c : configs) {
+          if (!c.idle()) {
+            continue;
+          }
           Progress.log("idle cost of %s over %s", c.name(), profile.idleWindow());
           report.idle(idle.run(c));
           report.write(out);
@@ -184,6 +213,19 @@ public final class BenchmarkMain {
         }
         report.write(out);
       }
+      if (parts.contains(Part.HORIZON)) {
+        HorizonBenchmark horizon = new HorizonBenchmark(env, profile.smoke());
+        Progress.log("horizon: how a waiting session holds back VACUUM");
+        report.waysOfWaiting(horizon.waysOfWaiting());
+        report.write(out);
+        for (HorizonBenchmark.Setup setup :
+            HorizonBenchmark.setups(
+                horizonTimeouts, horizonStandbys, horizonCap, profile.smoke())) {
+          Progress.log("horizon: %s for %s", setup.name(), setup.observe());
+          report.horizon(horizon.run(setup));
+          report.write(out);
+        }
+      }
       if (parts.contains(Part.PROOF)) {
         int[] locks = profile.smoke() ? new int[] {0, 1000} : new int[] {0, 1000, 10000, 50000};
         report.proof(new ProofCostBenchmark(env).run(locks, profile.smoke() ? 200 : 2000));
@@ -205,12 +247,49 @@ public final class BenchmarkMain {
     return out;
   }
 
+  /**
+   * The {@code chart} command: one failover chart from the {@code failover.csv} of one or more runs
+   * ({@code --csv a.csv,b.csv}), written to {@code --svg FILE}; {@code --title} names it.
+   */
+  private static Path chart(String... args) throws IOException {
+    List<String> lines = new ArrayList<>();
+    Path svg = null;
+    String title = "Takeover after a fault, every repetition";
+    for (int i = 1; i < args.length; i += 2) {
+      if (i + 1 >= args.length) {
+        throw new IllegalArgumentException(args[i] + " needs a value");
+      }
+      String v = args[i + 1];
+      switch (args[i]) {
+        case "--csv" -> {
+          for (String f : v.split(",")) {
+            lines.addAll(Files.readAllLines(Path.of(f)));
+          }
+        }
+        case "--svg" -> svg = Path.of(v);
+        case "--title" -> title = v;
+        default -> throw new IllegalArgumentException("unknown option for chart: " + args[i]);
+      }
+    }
+    if (lines.isEmpty() || svg == null) {
+      throw new IllegalArgumentException(
+          "chart needs --csv FILE[,FILE] (failover.csv of a run) and --svg FILE");
+    }
+    Files.writeString(svg, SvgChart.failoverFromCsv(lines, title));
+    Progress.log("chart: %s", svg.toAbsolutePath());
+    return svg.toAbsolutePath().getParent();
+  }
+
   /** The {@code group} command: LeaderGroup members in child JVMs. */
   private static Path group(String... args) throws Exception {
     Path out = defaultOut();
     int keys = 10_000;
     int sessions = LeaderGroup.DEFAULT_SESSIONS;
     int[] members = {2, 10};
+    List<int[]> shapes =
+        new ArrayList<>(List.of(new int[] {2, 1000}, new int[] {2, 5000}, new int[] {10, 1000}));
+    int reps = 5;
+    Duration settle = Duration.ofSeconds(3);
     for (int i = 1; i < args.length; i += 2) {
       if (i + 1 >= args.length) {
         throw new IllegalArgumentException(args[i] + " needs a value");
@@ -221,7 +300,25 @@ public final class BenchmarkMain {
         case "--group-keys" -> keys = Integer.parseInt(v);
         case "--group-sessions" -> sessions = Integer.parseInt(v);
         case "--group-members" ->
-            members = Arrays.stream(v.split(",")).mapToInt(Integer::parseInt).toArray();
+            members =
+                v.equals("none")
+                    ? new int[0]
+                    : Arrays.stream(v.split(",")).mapToInt(Integer::parseInt).toArray();
+        case "--group-shapes" -> {
+          shapes.clear();
+          if (!v.equals("none")) {
+            for (String shape : v.split(",")) {
+              String[] mk = shape.split("x");
+              if (mk.length != 2) {
+                throw new IllegalArgumentException(
+                    "--group-shapes takes MEMBERSxKEYS_PER_MEMBER,..., e.g. 2x1000, but was " + v);
+              }
+              shapes.add(new int[] {Integer.parseInt(mk[0]), Integer.parseInt(mk[1])});
+            }
+          }
+        }
+        case "--group-reps" -> reps = Integer.parseInt(v);
+        case "--group-settle" -> settle = Duration.ofSeconds(Long.parseLong(v));
         default -> throw new IllegalArgumentException("unknown option for group: " + args[i]);
       }
     }
@@ -236,6 +333,12 @@ public final class BenchmarkMain {
         GroupBenchmark.write(out, env.describe(), results, load);
       }
       GroupBenchmark.write(out, env.describe(), results, load);
+      List<GroupBenchmark.Departure> departures = new ArrayList<>();
+      for (int[] shape : shapes) {
+        departures.addAll(bench.departures(shape[0], shape[1], sessions, reps, settle));
+        GroupBenchmark.write(out, env.describe(), results, load);
+        GroupBenchmark.writeDepartures(out, departures);
+      }
     }
     Files.writeString(out.resolve("results.md"), Files.readString(out.resolve("group-results.md")));
     Progress.log("done: %s", out.resolve("group-results.md").toAbsolutePath());
@@ -278,6 +381,15 @@ public final class BenchmarkMain {
       throw new UncheckedIOException(e);
     }
     return p;
+  }
+
+  private static boolean onOff(String option, String value) {
+    return switch (value) {
+      case "on", "true" -> true;
+      case "off", "false" -> false;
+      default ->
+          throw new IllegalArgumentException(option + " must be on or off, but was " + value);
+    };
   }
 
   private static Profile withReps(Profile p, int reps, int defaultReps) {

@@ -25,10 +25,12 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
+import javax.sql.DataSource;
 import net.javacrumbs.shedlock.core.ExtensibleLockProvider;
 import net.javacrumbs.shedlock.core.LockConfiguration;
 import net.javacrumbs.shedlock.core.SimpleLock;
 import net.javacrumbs.shedlock.provider.jdbctemplate.JdbcTemplateLockProvider;
+import org.apache.commons.dbcp2.BasicDataSource;
 import org.postgresql.ds.PGSimpleDataSource;
 import org.springframework.integration.jdbc.lock.DefaultLockRepository;
 import org.springframework.integration.jdbc.lock.JdbcLockRegistry;
@@ -50,6 +52,7 @@ import org.springframework.jdbc.datasource.DataSourceTransactionManager;
  * ACQUIRED &lt;micros&gt; &lt;pid|-&gt;        a term starts (backend pid for retsu)
  * REFRESH &lt;micros&gt;               the leader's work ran (first one right after ACQUIRED)
  * LOST &lt;micros&gt; &lt;reason&gt;         the term ends, as this process sees it
+ * HOOK &lt;micros&gt; &lt;nanoTime&gt;       retsu and the raw waiter: the shutdown hook starts
  * EXIT &lt;micros&gt; &lt;reason&gt;         the process ends
  * </pre>
  *
@@ -112,20 +115,28 @@ public final class CandidateMain {
    * safe leader.
    */
   private static void runRaw(CandidateSpec spec) throws Exception {
-    PGSimpleDataSource ds = new PGSimpleDataSource();
-    ds.setUrl(spec.url());
-    ds.setUser(spec.user());
-    ds.setApplicationName("bench:" + spec.id());
+    DataSource ds = dataSource(spec, "bench:" + spec.id());
     java.sql.Connection c = ds.getConnection();
+    boolean pooled = !spec.pool().equals("plain");
     Runtime.getRuntime()
         .addShutdownHook(
             new Thread(
                 () -> {
+                  hook();
                   try {
                     emit("LOST", "CLOSED"); // it stops acting before its session ends
+                    if (pooled) {
+                      // A pooled connection outlives close(): what a pool's user does is unlock,
+                      // then hand the connection back and close the pool.
+                      try (java.sql.Statement u = c.createStatement()) {
+                        u.execute("SELECT pg_advisory_unlock(" + spec.key() + ")");
+                      }
+                    }
                     c.close();
                   } catch (java.sql.SQLException e) {
                     // the process is ending; the server frees the lock with the session
+                  } finally {
+                    closePool(ds);
                   }
                 },
                 "retsu-lock-bench-raw-shutdown"));
@@ -168,9 +179,7 @@ public final class CandidateMain {
   // ---------------------------------------------------------------- retsu-lock
 
   private static void runRetsu(CandidateSpec spec) {
-    PGSimpleDataSource ds = new PGSimpleDataSource();
-    ds.setUrl(spec.url());
-    ds.setUser(spec.user());
+    DataSource ds = dataSource(spec, "bench:" + spec.id());
     AtomicBoolean ready = new AtomicBoolean();
     LeaderLoopBuilder builder =
         LeaderLoop.builder(ds, LockKey.of(spec.key()))
@@ -200,7 +209,9 @@ public final class CandidateMain {
                     emit("LOST", reason.name());
                   }
                 });
-    if (spec.selfFenceAfter() != null) {
+    if (spec.fast()) {
+      builder.fastFailover(); // its own retry interval (POLL) and safety knobs
+    } else if (spec.selfFenceAfter() != null) {
       builder
           .heartbeatInterval(spec.heartbeat())
           .serverKeepalives(spec.keepaliveIdle(), spec.keepaliveInterval(), spec.keepaliveCount())
@@ -209,7 +220,15 @@ public final class CandidateMain {
     }
     RetsuTakeover.apply(builder, spec.mode());
     LeaderLoop loop = builder.build();
-    Runtime.getRuntime().addShutdownHook(new Thread(loop::close, "retsu-lock-bench-shutdown"));
+    Runtime.getRuntime()
+        .addShutdownHook(
+            new Thread(
+                () -> {
+                  hook();
+                  loop.close();
+                  closePool(ds); // an application closes its pool after its leader loop
+                },
+                "retsu-lock-bench-shutdown"));
     try {
       loop.run(
           ctx -> {
@@ -220,6 +239,58 @@ public final class CandidateMain {
     } catch (LeadershipLostException e) {
       emit("EXIT", e.reason().name());
       System.exit(3);
+    }
+  }
+
+  /**
+   * Prints {@code HOOK <micros> <nanoTime>} when the shutdown hook starts: the wall clock and this
+   * JVM's monotonic clock at one moment, so that a class-load trace stamped with the monotonic
+   * clock ({@code -Xlog:class+load:...:timenanos}) can be lined up with the other processes'
+   * wall-clock events.
+   */
+  private static void hook() {
+    long nanos = System.nanoTime();
+    emitAt("HOOK", nowMicros(), Long.toString(nanos));
+  }
+
+  /**
+   * The data source retsu or the raw waiter borrows from, as an application would set it up: the
+   * pool's defaults, only the URL, user and application name set.
+   */
+  static DataSource dataSource(CandidateSpec spec, String applicationName) {
+    switch (spec.pool()) {
+      case "hikari" -> {
+        HikariConfig config = new HikariConfig();
+        config.setJdbcUrl(spec.url());
+        config.setUsername(spec.user());
+        config.setPoolName("bench-" + spec.id());
+        config.addDataSourceProperty("ApplicationName", applicationName);
+        return new HikariDataSource(config);
+      }
+      case "dbcp2" -> {
+        BasicDataSource pool = new BasicDataSource();
+        pool.setUrl(spec.url());
+        pool.setUsername(spec.user());
+        pool.setConnectionProperties("ApplicationName=" + applicationName);
+        return pool;
+      }
+      default -> {
+        PGSimpleDataSource ds = new PGSimpleDataSource();
+        ds.setUrl(spec.url());
+        ds.setUser(spec.user());
+        ds.setApplicationName(applicationName);
+        return ds;
+      }
+    }
+  }
+
+  private static void closePool(DataSource ds) {
+    try {
+      if (ds instanceof AutoCloseable pool) {
+        pool.close();
+      }
+    } catch (Exception e) {
+      System.err.println("closing the pool failed: " + e);
     }
   }
 

@@ -26,6 +26,10 @@ import java.util.Objects;
  * @param keepaliveInterval retsu server keepalive interval
  * @param keepaliveCount retsu server keepalive count
  * @param idleSessionTimeout retsu server idle_session_timeout
+ * @param pool where retsu and the raw waiter borrow connections: {@code plain} (pgjdbc's
+ *     non-pooling {@code PGSimpleDataSource}), {@code hikari} (HikariCP) or {@code dbcp2} (Apache
+ *     Commons DBCP2), each with its defaults
+ * @param fast retsu only: {@code fastFailover()} instead of the retry interval and safety knobs
  */
 record CandidateSpec(
     Impl impl,
@@ -42,7 +46,49 @@ record CandidateSpec(
     Duration keepaliveIdle,
     Duration keepaliveInterval,
     int keepaliveCount,
-    Duration idleSessionTimeout) {
+    Duration idleSessionTimeout,
+    String pool,
+    boolean fast) {
+
+  /** The data sources a retsu candidate or the raw waiter can borrow from. */
+  static final java.util.Set<String> POOLS = java.util.Set.of("plain", "hikari", "dbcp2");
+
+  /** A candidate on pgjdbc's plain data source, without fastFailover(). */
+  CandidateSpec(
+      Impl impl,
+      String mode,
+      String url,
+      String user,
+      String id,
+      long key,
+      Duration retry,
+      Duration refresh,
+      Duration ttl,
+      Duration heartbeat,
+      Duration selfFenceAfter,
+      Duration keepaliveIdle,
+      Duration keepaliveInterval,
+      int keepaliveCount,
+      Duration idleSessionTimeout) {
+    this(
+        impl,
+        mode,
+        url,
+        user,
+        id,
+        key,
+        retry,
+        refresh,
+        ttl,
+        heartbeat,
+        selfFenceAfter,
+        keepaliveIdle,
+        keepaliveInterval,
+        keepaliveCount,
+        idleSessionTimeout,
+        "plain",
+        false);
+  }
 
   /** The libraries measured. */
   enum Impl {
@@ -62,6 +108,55 @@ record CandidateSpec(
     Objects.requireNonNull(mode, "mode");
     Objects.requireNonNull(retry, "retry");
     Objects.requireNonNull(refresh, "refresh");
+    Objects.requireNonNull(pool, "pool");
+    if (!POOLS.contains(pool)) {
+      throw new IllegalArgumentException(
+          "pool must be one of " + new java.util.TreeSet<>(POOLS) + ", but was " + pool);
+    }
+  }
+
+  /** The same candidate borrowing from another kind of data source. */
+  CandidateSpec withPool(String newPool) {
+    return new CandidateSpec(
+        impl,
+        mode,
+        url,
+        user,
+        id,
+        key,
+        retry,
+        refresh,
+        ttl,
+        heartbeat,
+        selfFenceAfter,
+        keepaliveIdle,
+        keepaliveInterval,
+        keepaliveCount,
+        idleSessionTimeout,
+        newPool,
+        fast);
+  }
+
+  /** The same retsu candidate with {@code fastFailover()}. */
+  CandidateSpec withFastFailover() {
+    return new CandidateSpec(
+        impl,
+        mode,
+        url,
+        user,
+        id,
+        key,
+        retry,
+        refresh,
+        ttl,
+        heartbeat,
+        selfFenceAfter,
+        keepaliveIdle,
+        keepaliveInterval,
+        keepaliveCount,
+        idleSessionTimeout,
+        pool,
+        true);
   }
 
   CandidateSpec withConnection(String newUrl, String newUser, String newId, long newKey) {
@@ -80,7 +175,9 @@ record CandidateSpec(
         keepaliveIdle,
         keepaliveInterval,
         keepaliveCount,
-        idleSessionTimeout);
+        idleSessionTimeout,
+        pool,
+        fast);
   }
 
   List<String> toArgs() {
@@ -100,6 +197,8 @@ record CandidateSpec(
     put(m, "keepaliveIntervalMs", keepaliveInterval);
     m.put("keepaliveCount", Integer.toString(keepaliveCount));
     put(m, "idleSessionTimeoutMs", idleSessionTimeout);
+    m.put("pool", pool);
+    m.put("fast", Boolean.toString(fast));
     List<String> args = new ArrayList<>();
     m.forEach((k, v) -> args.add(k + "=" + v));
     return args;
@@ -135,7 +234,9 @@ record CandidateSpec(
         millis(m, "keepaliveIdleMs"),
         millis(m, "keepaliveIntervalMs"),
         Integer.parseInt(m.getOrDefault("keepaliveCount", "0")),
-        millis(m, "idleSessionTimeoutMs"));
+        millis(m, "idleSessionTimeoutMs"),
+        m.getOrDefault("pool", "plain"),
+        Boolean.parseBoolean(m.getOrDefault("fast", "false")));
   }
 
   private static Duration millis(Map<String, String> m, String name) {

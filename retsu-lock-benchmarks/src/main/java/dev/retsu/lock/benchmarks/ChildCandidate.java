@@ -53,6 +53,23 @@ final class ChildCandidate implements AutoCloseable {
   static ChildCandidate launch(
       CandidateSpec template, String directUrl, String user, String id, long key, Path logDir)
       throws IOException {
+    return launch(template, directUrl, user, id, key, logDir, false);
+  }
+
+  /**
+   * Starts a candidate JVM as {@link #launch(CandidateSpec, String, String, String, long, Path)},
+   * with {@code traceClassLoad} writing every class its JVM loads, stamped with its monotonic
+   * clock, to {@link #classLoadLog(Path, String)}.
+   */
+  static ChildCandidate launch(
+      CandidateSpec template,
+      String directUrl,
+      String user,
+      String id,
+      long key,
+      Path logDir,
+      boolean traceClassLoad)
+      throws IOException {
     FaultProxy proxy = FaultProxy.inFrontOf(directUrl);
     try {
       CandidateSpec spec = template.withConnection(proxy.rewrite(directUrl), user, id, key);
@@ -63,6 +80,12 @@ final class ChildCandidate implements AutoCloseable {
       command.add("-XX:TieredStopAtLevel=1");
       command.add("-Dorg.slf4j.simpleLogger.defaultLogLevel=info");
       command.add("-Dorg.slf4j.simpleLogger.showDateTime=true");
+      if (traceClassLoad) {
+        command.add(
+            "-Xlog:class+load=info:file="
+                + classLoadLog(logDir, id).toAbsolutePath()
+                + ":timenanos");
+      }
       command.add("-cp");
       command.add(System.getProperty("java.class.path"));
       command.add(CandidateMain.class.getName());
@@ -74,6 +97,11 @@ final class ChildCandidate implements AutoCloseable {
       proxy.close();
       throw e;
     }
+  }
+
+  /** Where a traced child's class loads go. */
+  static Path classLoadLog(Path logDir, String id) {
+    return logDir.resolve(id + ".classes");
   }
 
   private void read() {

@@ -65,6 +65,8 @@ final class FailoverBenchmark {
    * @param template candidate settings (url, id, key filled in per launch)
    * @param reps repetitions per scenario
    * @param window longest wait for a takeover after a fault
+   * @param only the scenarios this config runs in; empty for every scenario of the run
+   * @param idle whether the idle-cost part measures it
    */
   record Config(
       String name,
@@ -72,7 +74,30 @@ final class FailoverBenchmark {
       String settings,
       CandidateSpec template,
       int reps,
-      Duration window) {}
+      Duration window,
+      java.util.Set<Scenario> only,
+      boolean idle) {
+
+    Config {
+      only = java.util.Set.copyOf(only);
+    }
+
+    /** A config measured in every scenario and at idle. */
+    Config(
+        String name,
+        String library,
+        String settings,
+        CandidateSpec template,
+        int reps,
+        Duration window) {
+      this(name, library, settings, template, reps, window, java.util.Set.of(), true);
+    }
+
+    /** Whether this config runs in the scenario. */
+    boolean runs(Scenario scenario) {
+      return only.isEmpty() || only.contains(scenario);
+    }
+  }
 
   /**
    * One measurement.
@@ -103,16 +128,58 @@ final class FailoverBenchmark {
       long claimMicros,
       String note) {}
 
+  /**
+   * What the old leader's JVM loaded around a graceful close: the classes stamped after the fault
+   * (SIGTERM) and before its shutdown hook started, and from then until the new leader's {@code
+   * Term.start()} (its lock granted and token taken, so after the old session ended).
+   *
+   * @param config config name
+   * @param rep repetition
+   * @param became how the old leader had become leader: {@code start-up} (it won the lock when it
+   *     started) or {@code takeover} (it took over from a leader of an earlier repetition)
+   * @param beforeHook classes loaded from SIGTERM to the shutdown hook, each {@code name@µs} (µs
+   *     after SIGTERM)
+   * @param hookToNewTerm classes loaded from the hook to the new leader's term start, likewise
+   * @param hookMicros SIGTERM to the hook
+   * @param newTermMicros SIGTERM to the new leader's term start
+   */
+  record ClassLoads(
+      String config,
+      int rep,
+      String became,
+      List<String> beforeHook,
+      List<String> hookToNewTerm,
+      long hookMicros,
+      long newTermMicros) {}
+
   private static final AtomicInteger KEYS = new AtomicInteger(1000);
   private static final AtomicInteger IDS = new AtomicInteger();
 
   private final BenchEnv env;
   private final List<Scenario> scenarios;
   private final List<ChildCandidate> all = new ArrayList<>();
+  private final boolean traceClassLoad;
+  private final List<ClassLoads> classLoads = new ArrayList<>();
+  private final java.util.Set<String> tookOver = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
   FailoverBenchmark(BenchEnv env, List<Scenario> scenarios) {
+    this(env, scenarios, false);
+  }
+
+  /**
+   * A failover benchmark whose children, with {@code traceClassLoad}, log every class they load
+   * ({@code -Xlog:class+load}); each graceful close's old leader is then read into {@link
+   * #classLoads()}.
+   */
+  FailoverBenchmark(BenchEnv env, List<Scenario> scenarios, boolean traceClassLoad) {
     this.env = env;
     this.scenarios = scenarios;
+    this.traceClassLoad = traceClassLoad;
+  }
+
+  /** The class loads of every traced graceful close so far. */
+  List<ClassLoads> classLoads() {
+    return List.copyOf(classLoads);
   }
 
   /** Runs every scenario for one config; every child it started is gone when it returns. */
@@ -120,6 +187,9 @@ final class FailoverBenchmark {
     List<Sample> samples = new ArrayList<>();
     try {
       for (Scenario scenario : scenarios) {
+        if (!config.runs(scenario)) {
+          continue;
+        }
         long key = KEYS.incrementAndGet();
         List<ChildCandidate> live = new ArrayList<>();
         try {
@@ -282,9 +352,63 @@ final class FailoverBenchmark {
         claim = Math.max(0, Math.min(lastTermEnd(leader), CandidateMain.nowMicros()) - newStart);
       }
     }
+    if (traceClassLoad && scenario == Scenario.CLOSE && found.isPresent()) {
+      // the new leader's Term.start() (lock granted, token taken), else its ACQUIRED line
+      long newTerm = grant >= 0 ? fault + grant : found.get().span.start();
+      classLoads.add(classLoads(config, rep, leader, fault, newTerm));
+    }
+    if (found.isPresent()) {
+      tookOver.add(found.get().child.id);
+    }
     live.removeIf(c -> !c.alive() && closeQuietly(c));
     return new Sample(
         config.name(), scenario, rep, outcome, gap, grant, acquire, overlap, claim, note);
+  }
+
+  /**
+   * Reads the old leader's class-load log: its HOOK line gives its wall clock and monotonic clock
+   * at one moment, which places the fault and the new term (wall clock) on the log's monotonic
+   * stamps.
+   */
+  private ClassLoads classLoads(
+      Config config, int rep, ChildCandidate leader, long fault, long newTerm) throws IOException {
+    ChildCandidate.Event hook =
+        leader.events().stream().filter(e -> e.type().equals("HOOK")).findFirst().orElse(null);
+    if (hook == null) {
+      return new ClassLoads(
+          config.name(), rep, became(leader), List.of(), List.of("(no HOOK line)@0"), -1, -1);
+    }
+    long hookNanos = Long.parseLong(hook.detail().trim());
+    long faultNanos = hookNanos - (hook.micros() - fault) * 1000;
+    long newTermNanos = hookNanos + (newTerm - hook.micros()) * 1000;
+    List<String> before = new ArrayList<>();
+    List<String> after = new ArrayList<>();
+    java.nio.file.Path log = ChildCandidate.classLoadLog(env.logDir, leader.id);
+    if (java.nio.file.Files.exists(log)) {
+      for (String line : java.nio.file.Files.readAllLines(log)) {
+        // [123456789ns] java.lang.Foo source: jrt:/java.base
+        int end = line.indexOf("ns]");
+        if (!line.startsWith("[") || end < 0) {
+          continue;
+        }
+        long t = Long.parseLong(line.substring(1, end));
+        String rest = line.substring(end + 3).trim();
+        String name = rest.contains(" ") ? rest.substring(0, rest.indexOf(' ')) : rest;
+        // each name with when it loaded, in µs after SIGTERM
+        String stamped = name + "@" + (t - faultNanos) / 1000;
+        if (t > faultNanos && t <= hookNanos) {
+          before.add(stamped);
+        } else if (t > hookNanos && t <= newTermNanos) {
+          after.add(stamped);
+        }
+      }
+    }
+    return new ClassLoads(
+        config.name(), rep, became(leader), before, after, hook.micros() - fault, newTerm - fault);
+  }
+
+  private String became(ChildCandidate leader) {
+    return tookOver.contains(leader.id) ? "takeover" : "start-up";
   }
 
   /**
@@ -381,7 +505,8 @@ final class FailoverBenchmark {
   private ChildCandidate launch(Config config, long key) throws IOException {
     String id = config.name() + "-" + IDS.incrementAndGet();
     ChildCandidate c =
-        ChildCandidate.launch(config.template(), env.jdbcUrl(), env.user(), id, key, env.logDir);
+        ChildCandidate.launch(
+            config.template(), env.jdbcUrl(), env.user(), id, key, env.logDir, traceClassLoad);
     all.add(c);
     return c;
   }

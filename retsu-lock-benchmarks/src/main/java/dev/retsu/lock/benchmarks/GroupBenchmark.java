@@ -356,6 +356,297 @@ final class GroupBenchmark {
     return check(results, all, victimId, restartNanos);
   }
 
+  /**
+   * How long the keys of a departed member took to be owned again by the others, over repetitions.
+   *
+   * @param members members before each departure
+   * @param keysPerMember keys per member (the group has members x keysPerMember keys)
+   * @param kind {@code graceful leave} or {@code kill -9}
+   * @param ownedAgainMillis per repetition: from the departure until the last of the departed
+   *     member's keys began a term on another member, from the members' own event stamps (one
+   *     monotonic clock); -1 when a key was not taken again within the limit
+   * @param parentMillis per repetition: until the parent saw the survivors' counts add up to every
+   *     key (their counts are printed when they change, checked every 20 ms)
+   * @param departedKeys per repetition: keys the departed member held when it left
+   * @param terms terms started in these repetitions' windows
+   * @param violations TermChecker violations in these repetitions' windows
+   */
+  record Departure(
+      int members,
+      int keysPerMember,
+      String kind,
+      List<Long> ownedAgainMillis,
+      List<Long> parentMillis,
+      List<Integer> departedKeys,
+      int terms,
+      int violations) {}
+
+  /** One departure as it happened: who, when (System.nanoTime), how. */
+  private record Left(Member member, long nanos, boolean killed) {}
+
+  /**
+   * Departures at one shape: {@code members} members over {@code members x keysPerMember} keys; in
+   * each repetition one member leaves gracefully (stdin closed: {@code close()}), a new member
+   * takes its place, then one is killed with SIGKILL and replaced. After all repetitions every
+   * key's timeline goes through TermChecker.
+   */
+  List<Departure> departures(
+      int members, int keysPerMember, int sessions, int reps, Duration settle) throws Exception {
+    int keys = members * keysPerMember;
+    String group = "bench-d-" + Long.toHexString(ThreadLocalRandom.current().nextLong() >>> 24);
+    String tag = "d" + members + "x" + keysPerMember;
+    List<Member> live = new ArrayList<>();
+    List<Member> all = new ArrayList<>();
+    List<Left> left = new ArrayList<>();
+    List<Long> parentLeave = new ArrayList<>();
+    List<Long> parentKill = new ArrayList<>();
+    try {
+      Progress.log("group departures: %d members x %,d keys", members, keysPerMember);
+      long t0 = System.nanoTime();
+      for (int i = 0; i < members; i++) {
+        Member m = launch(group, keys, tag + "-m" + i, sessions);
+        live.add(m);
+        all.add(m);
+      }
+      if (until(t0, () -> balanced(live, keys)) < 0) {
+        throw new IllegalStateException(
+            "the group of " + members + " never balanced " + keys + " keys; see " + out);
+      }
+      for (int rep = 1; rep <= reps; rep++) {
+        for (boolean kill : new boolean[] {false, true}) {
+          Thread.sleep(settle.toMillis()); // membership rounds past the balance: no yield under way
+          Member victim = live.remove(ThreadLocalRandom.current().nextInt(live.size()));
+          long d0 = System.nanoTime();
+          if (kill) {
+            victim.kill();
+          } else {
+            victim.process.getOutputStream().close(); // EOF on stdin: close() the group
+          }
+          left.add(new Left(victim, d0, kill));
+          long owned = until(d0, () -> owned(live, keys));
+          (kill ? parentKill : parentLeave).add(owned);
+          Progress.log(
+              "group departures: %s of a member of %d (%,d keys each), rep %d: the others own"
+                  + " every key after %d ms (parent's view)",
+              kill ? "kill -9" : "graceful leave", members, keysPerMember, rep, owned);
+          if (!kill && !victim.process.waitFor(20, java.util.concurrent.TimeUnit.SECONDS)) {
+            victim.process.destroyForcibly();
+          }
+          Member joiner = launch(group, keys, tag + "-r" + rep + (kill ? "k" : "l"), sessions);
+          all.add(joiner);
+          live.add(joiner);
+          long j0 = System.nanoTime();
+          if (until(j0, () -> balanced(live, keys) && joiner.held() > 0) < 0) {
+            throw new IllegalStateException(
+                "the group of " + members + " did not balance after a member joined; see " + out);
+          }
+        }
+      }
+    } finally {
+      for (Member m : all) {
+        m.closeQuietly();
+      }
+    }
+    Progress.log("group departures: checking every key's timeline of %d members", all.size());
+    Timelines t = new Timelines();
+    for (Member m : all) {
+      t.read(m);
+    }
+    for (List<TermChecker.Event> es : t.byKey.values()) {
+      es.sort(Comparator.comparingLong(TermChecker.Event::nanos));
+    }
+    Set<String> killed = new HashSet<>();
+    for (Left l : left) {
+      if (l.killed()) {
+        killed.add(l.member().id);
+      }
+    }
+    List<TermChecker.Violation> violations =
+        TermChecker.analyseEach(
+            t.byKey, killed, (key, acquired) -> killed.contains(acquired.member()));
+    if (!violations.isEmpty()) {
+      Path file = out.resolve("group-violations-" + tag + ".txt");
+      Files.write(
+          file,
+          violations.stream().limit(1_000).map(TermChecker.Violation::text).toList(),
+          StandardCharsets.UTF_8);
+      Progress.log(
+          "group departures: %d violations, the first 1,000 in %s", violations.size(), file);
+    }
+    // terms and violations by the departure whose window holds them (before the first: the start)
+    int[] terms = new int[left.size() + 1];
+    int[] found = new int[left.size() + 1];
+    for (List<TermChecker.Event> es : t.byKey.values()) {
+      for (TermChecker.Event ev : es) {
+        if (ev.kind().equals("ACQUIRED")) {
+          terms[departureWindow(left, ev.nanos())]++;
+        }
+      }
+    }
+    for (TermChecker.Violation v : violations) {
+      found[departureWindow(left, v.nanos())]++;
+    }
+    List<Departure> result = new ArrayList<>();
+    for (boolean kill : new boolean[] {false, true}) {
+      List<Long> again = new ArrayList<>();
+      List<Integer> departed = new ArrayList<>();
+      int tTerms = 0;
+      int tFound = kill ? 0 : found[0]; // the cold start's count goes with the first kind
+      for (int i = 0; i < left.size(); i++) {
+        Left l = left.get(i);
+        if (l.killed() != kill) {
+          continue;
+        }
+        long[] r = ownedAgain(t, l);
+        again.add(r[0]);
+        departed.add((int) r[1]);
+        tTerms += terms[i + 1];
+        tFound += found[i + 1];
+      }
+      result.add(
+          new Departure(
+              members,
+              keysPerMember,
+              kill ? "kill -9" : "graceful leave",
+              again,
+              kill ? parentKill : parentLeave,
+              departed,
+              tTerms,
+              tFound));
+    }
+    return result;
+  }
+
+  private static int departureWindow(List<Left> left, long nanos) {
+    int w = 0;
+    while (w < left.size() && nanos - left.get(w).nanos() >= 0) {
+      w++;
+    }
+    return w;
+  }
+
+  /**
+   * The departed member's keys (its terms open at the departure) and, for each, the first term of
+   * another member that began after it: returns {the longest of those in ms (-1 when a key was not
+   * taken again), the number of keys}.
+   */
+  private static long[] ownedAgain(Timelines t, Left l) {
+    long worst = 0;
+    int keys = 0;
+    for (List<TermChecker.Event> es : t.byKey.values()) {
+      boolean open = false;
+      long lastStart = Long.MIN_VALUE;
+      for (TermChecker.Event ev : es) {
+        if (ev.nanos() - l.nanos() >= 0) {
+          break;
+        }
+        if (!ev.member().equals(l.member().id)) {
+          continue;
+        }
+        if (ev.kind().equals("ACQUIRED")) {
+          open = true;
+          lastStart = ev.nanos();
+        } else if (ev.kind().equals("LOST")) {
+          open = false;
+        }
+      }
+      if (!open) {
+        continue;
+      }
+      keys++;
+      long next = -1;
+      for (TermChecker.Event ev : es) {
+        if (ev.kind().equals("ACQUIRED")
+            && !ev.member().equals(l.member().id)
+            && ev.nanos() - lastStart > 0
+            && ev.nanos() - l.nanos() >= 0) {
+          next = ev.nanos();
+          break;
+        }
+      }
+      if (next < 0) {
+        worst = -1;
+      } else if (worst >= 0) {
+        worst = Math.max(worst, (next - l.nanos()) / 1_000_000);
+      }
+    }
+    return new long[] {worst, keys};
+  }
+
+  /** Appends the departure table to {@code group-results.md} and writes {@code group.svg}. */
+  static void writeDepartures(Path out, List<Departure> departures) throws IOException {
+    if (departures.isEmpty()) {
+      return;
+    }
+    StringBuilder md =
+        new StringBuilder(
+            "\n## A member leaves: until all its keys are owned again by the others\n\n"
+                + "Each repetition: a graceful leave (the member's stdin is closed and it calls"
+                + " `close()`), a new member takes its place and the group balances, then a `kill"
+                + " -9` of a member, replaced the same way, each a settle time (3 s unless the run says) after the previous balance."
+                + " The time runs from the departure (the parent's `System.nanoTime()` right before"
+                + " the signal or the close) to the last of the departed member's keys starting a"
+                + " term on another member, from the members' event files (CLOCK_MONOTONIC, one"
+                + " clock for every process); the parent's own view (the survivors' counts add up"
+                + " to every key, printed every 20 ms) beside it. Acting overlap: TermChecker over"
+                + " every key's timeline, violations in these repetitions' windows (the first"
+                + " kind's count also covers the cold start).\n\n"
+                + "| members | keys per member | departure | n | keys of the departed member"
+                + " (median) | all owned again, median (ms) | min / max (ms) | parent's view,"
+                + " median (ms) | terms started | two acting owners (TermChecker violations) |\n"
+                + "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    List<SvgChart.Panel> panels = new ArrayList<>();
+    for (String kind : List.of("graceful leave", "kill -9")) {
+      List<SvgChart.Series> series = new ArrayList<>();
+      for (Departure d : departures) {
+        if (!d.kind().equals(kind)) {
+          continue;
+        }
+        List<Long> ok = d.ownedAgainMillis().stream().filter(v -> v >= 0).toList();
+        long failed = d.ownedAgainMillis().size() - ok.size();
+        Stats st = Stats.of(ok.stream().map(v -> v * 1000).toList());
+        Stats parent =
+            Stats.of(d.parentMillis().stream().filter(v -> v >= 0).map(v -> v * 1000).toList());
+        Stats keys = Stats.of(d.departedKeys().stream().map(v -> (long) v * 1000).toList());
+        md.append(
+            String.format(
+                Locale.ROOT,
+                "| %d | %,d | %s | %d | %s | %s | %s / %s%s | %s | %d | %d |%n",
+                d.members(),
+                d.keysPerMember(),
+                d.kind(),
+                d.ownedAgainMillis().size(),
+                keys.n() == 0 ? "-" : String.format(Locale.ROOT, "%,d", keys.median() / 1000),
+                Stats.ms(st.median()),
+                Stats.ms(st.min()),
+                Stats.ms(st.max()),
+                failed > 0 ? " (" + failed + " not taken again)" : "",
+                Stats.ms(parent.median()),
+                d.terms(),
+                d.violations()));
+        series.add(
+            new SvgChart.Series(
+                String.format(Locale.ROOT, "%d members x %,d keys", d.members(), d.keysPerMember()),
+                ok.stream().map(v -> (double) Math.max(v, 1)).toList()));
+      }
+      panels.add(new SvgChart.Panel(kind + " of a member", series));
+    }
+    Files.writeString(
+        out.resolve("group-results.md"),
+        Files.readString(out.resolve("group-results.md")) + md,
+        StandardCharsets.UTF_8);
+    Files.writeString(
+        out.resolve("group.svg"),
+        SvgChart.render(
+            "LeaderGroup: a member leaves, until all its keys are owned again (commit "
+                + commit()
+                + ")",
+            "departure to the last of its keys taken by another member, ms (log scale)",
+            panels,
+            true,
+            false));
+  }
+
   /** The events of every member, one timeline per key; lines cut by a kill -9 are counted. */
   private static final class Timelines {
     final Map<Long, List<TermChecker.Event>> byKey = new HashMap<>();

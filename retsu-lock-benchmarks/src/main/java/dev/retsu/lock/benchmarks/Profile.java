@@ -63,6 +63,22 @@ record Profile(
         true);
   }
 
+  /** The WAIT timeouts the horizon part observes. */
+  List<Duration> horizonTimeouts() {
+    return smoke
+        ? List.of(Duration.ofSeconds(1))
+        : List.of(
+            Duration.ofSeconds(10),
+            Duration.ofSeconds(30),
+            Duration.ofSeconds(60),
+            Duration.ofSeconds(300));
+  }
+
+  /** The longest the horizon part observes one setup (else twice its timeout). */
+  Duration horizonCap() {
+    return smoke ? Duration.ofSeconds(3) : Duration.ofSeconds(600);
+  }
+
   /** The configs of the failover and idle runs, 1 s ones first. */
   List<FailoverBenchmark.Config> configs(String versionsRetsu, String shedlock, String spring) {
     List<FailoverBenchmark.Config> c = new ArrayList<>();
@@ -80,6 +96,30 @@ record Profile(
           smokeRetsu(
               "retsu-wait", versionsRetsu, "wait", r, "WAIT, retry 0.5 s; smoke safety knobs"));
       c.add(raw("raw-waiter", r, reps, Duration.ofSeconds(15), Duration.ofSeconds(2), 1));
+      // The pooled and fastFailover() paths, at the graceful close only: the CI run checks that
+      // they run, the full run measures them.
+      FailoverBenchmark.Config fastHikari =
+          retsu(
+              "retsu-wait",
+              versionsRetsu,
+              "wait",
+              r,
+              reps,
+              "WAIT, fastFailover(), on a HikariCP pool with its defaults");
+      c.add(
+          closeOnly(
+              new FailoverBenchmark.Config(
+                  "retsu-wait-hikari",
+                  fastHikari.library() + " + HikariCP",
+                  fastHikari.settings(),
+                  fastHikari.template().withPool("hikari").withFastFailover(),
+                  reps,
+                  Duration.ofSeconds(15))));
+      c.add(
+          closeOnly(
+              pooled(
+                  raw("raw-waiter", r, reps, Duration.ofSeconds(15), Duration.ofSeconds(2), 1),
+                  "hikari")));
       c.add(
           peer(
               "shedlock",
@@ -130,6 +170,53 @@ record Profile(
             one.plus(Duration.ofSeconds(45)),
             Duration.ofSeconds(5),
             3));
+    // The same WAIT standby and raw waiter borrowing from the pools applications use, in the
+    // scenarios where the physical session, not a safety knob, decides (issue 21).
+    for (String pool : List.of("hikari", "dbcp2")) {
+      c.add(
+          physical(
+              pooled(
+                  retsu(
+                      "retsu-wait-1s",
+                      versionsRetsu,
+                      "wait",
+                      one,
+                      reps,
+                      "WAIT, retry 1 s, refresh 1 s; safety knobs at defaults"),
+                  pool)));
+      c.add(
+          physical(
+              pooled(
+                  raw(
+                      "raw-waiter-1s",
+                      one,
+                      reps,
+                      one.plus(Duration.ofSeconds(45)),
+                      Duration.ofSeconds(5),
+                      3),
+                  pool)));
+    }
+    // fastFailover(): a partitioned or paused leader replaced within about 3 s
+    for (String mode : List.of("poll", "wait")) {
+      FailoverBenchmark.Config f =
+          retsu(
+              "retsu-" + mode + "-fast",
+              versionsRetsu,
+              mode,
+              one,
+              reps,
+              mode.toUpperCase(java.util.Locale.ROOT)
+                  + ", fastFailover() (retry 0.5 s, heartbeat 0.5 s, self-fence 1 s, keepalives"
+                  + " 1+1x1 s, idle_session_timeout 2 s, round trips 1 s), refresh 1 s");
+      c.add(
+          new FailoverBenchmark.Config(
+              f.name(),
+              f.library(),
+              f.settings(),
+              f.template().withFastFailover(),
+              reps,
+              Duration.ofSeconds(30)));
+    }
     c.add(
         peer(
             "shedlock-1s",
@@ -240,6 +327,63 @@ record Profile(
             null),
         reps,
         interval.plus(Duration.ofSeconds(45)));
+  }
+
+  /**
+   * The config borrowing from a pool: named {@code <name>-<pool>}, the same template with {@code
+   * pool}. The raw waiter's graceful close then unlocks before it hands the connection back.
+   */
+  private static FailoverBenchmark.Config pooled(FailoverBenchmark.Config c, String pool) {
+    String words =
+        switch (pool) {
+          case "hikari" -> "HikariCP";
+          case "dbcp2" -> "Apache Commons DBCP2";
+          default -> throw new IllegalArgumentException("pool must be hikari or dbcp2: " + pool);
+        };
+    String how =
+        c.template().impl() == Impl.RAW
+            ? "; its connection from a "
+                + words
+                + " pool with the pool's defaults (a graceful close unlocks, then returns it and"
+                + " closes the pool)"
+            : "; on a " + words + " pool with the pool's defaults";
+    return new FailoverBenchmark.Config(
+        c.name() + "-" + pool,
+        c.library() + " + " + words,
+        c.settings() + how,
+        c.template().withPool(pool),
+        c.reps(),
+        c.window(),
+        c.only(),
+        c.idle());
+  }
+
+  /** Only where the physical session decides: close, kill -9, pg_terminate_backend; no idle. */
+  private static FailoverBenchmark.Config physical(FailoverBenchmark.Config c) {
+    return new FailoverBenchmark.Config(
+        c.name(),
+        c.library(),
+        c.settings(),
+        c.template(),
+        c.reps(),
+        c.window(),
+        java.util.EnumSet.of(
+            FailoverBenchmark.Scenario.CLOSE,
+            FailoverBenchmark.Scenario.KILL,
+            FailoverBenchmark.Scenario.TERMINATE),
+        false);
+  }
+
+  private static FailoverBenchmark.Config closeOnly(FailoverBenchmark.Config c) {
+    return new FailoverBenchmark.Config(
+        c.name(),
+        c.library(),
+        c.settings(),
+        c.template(),
+        c.reps(),
+        c.window(),
+        java.util.EnumSet.of(FailoverBenchmark.Scenario.CLOSE),
+        false);
   }
 
   /** A retsu config for the CI smoke run, with short safety knobs so rounds take seconds. */

@@ -34,6 +34,9 @@ final class Report {
   private final List<RunResult> jmh = new ArrayList<>();
   private final List<ProofCostBenchmark.Result> proof = new ArrayList<>();
   private final List<HandOffBenchmark.Result> handOff = new ArrayList<>();
+  private final List<FailoverBenchmark.ClassLoads> classLoads = new ArrayList<>();
+  private final List<HorizonBenchmark.Way> ways = new ArrayList<>();
+  private final List<HorizonBenchmark.Result> horizon = new ArrayList<>();
 
   Report(Profile profile, Properties versions) {
     this.profile = profile;
@@ -72,6 +75,23 @@ final class Report {
 
   void handOff(List<HandOffBenchmark.Result> results) {
     handOff.addAll(results);
+  }
+
+  void classLoads(List<FailoverBenchmark.ClassLoads> all) {
+    classLoads.clear();
+    classLoads.addAll(all);
+  }
+
+  void waysOfWaiting(List<HorizonBenchmark.Way> list) {
+    ways.addAll(list);
+  }
+
+  void horizon(HorizonBenchmark.Result r) {
+    horizon.add(r);
+  }
+
+  List<HorizonBenchmark.Result> horizonResults() {
+    return List.copyOf(horizon);
   }
 
   void jmh(List<RunResult> results) {
@@ -118,6 +138,240 @@ final class Report {
               s.note().replace(',', ';')));
     }
     Files.writeString(out.resolve("failover.csv"), csv);
+    if (!failover.isEmpty()) {
+      Files.writeString(out.resolve("failover.svg"), chart());
+    }
+  }
+
+  /** The difference retsu WAIT may add to the raw waiter on the same data source (issue 21). */
+  static final long TARGET_MICROS = 2_000;
+
+  /**
+   * Each retsu WAIT config next to the raw waiter on the same kind of data source ({@code
+   * retsu-wait<suffix>} with {@code raw-waiter<suffix>}), in the scenarios where the physical
+   * session decides: both sides' median and p95, the difference of the medians and their ratio, and
+   * whether the difference is within {@link #TARGET_MICROS}. Empty when no such pair ran.
+   */
+  String physicalLimit() {
+    List<FailoverBenchmark.Scenario> physical =
+        List.of(
+            FailoverBenchmark.Scenario.CLOSE,
+            FailoverBenchmark.Scenario.KILL,
+            FailoverBenchmark.Scenario.TERMINATE);
+    StringBuilder rows = new StringBuilder();
+    for (String r : failover.keySet()) {
+      if (!r.startsWith("retsu-wait")) {
+        continue;
+      }
+      String raw = "raw-waiter" + r.substring("retsu-wait".length());
+      if (!failover.containsKey(raw)) {
+        continue;
+      }
+      for (FailoverBenchmark.Scenario sc : physical) {
+        Stats a = stats(failover.get(r).stream().filter(x -> x.scenario() == sc).toList());
+        Stats b = stats(failover.get(raw).stream().filter(x -> x.scenario() == sc).toList());
+        if (a.n() == 0 && b.n() == 0) {
+          continue;
+        }
+        boolean both = a.n() > 0 && b.n() > 0;
+        long diff = a.median() - b.median();
+        rows.append(
+            String.format(
+                Locale.ROOT,
+                "| %s | %s vs %s | %s | %d / %d | %s | %s | %s | %s | %s | %s | %s |%n",
+                pool(r),
+                r,
+                raw,
+                sc.name().toLowerCase(Locale.ROOT),
+                a.n(),
+                b.n(),
+                Stats.ms(a.median()),
+                Stats.ms(a.p95()),
+                Stats.ms(b.median()),
+                Stats.ms(b.p95()),
+                both ? String.format(Locale.ROOT, "%+.1f", diff / 1e3) : "n/a",
+                both && b.median() > 0
+                    ? String.format(Locale.ROOT, "%.2f", a.median() / (double) b.median())
+                    : "n/a",
+                !both ? "n/a" : diff <= TARGET_MICROS ? "yes" : "**no**"));
+      }
+    }
+    if (rows.length() == 0) {
+      return "";
+    }
+    return "\n### WAIT next to the raw waiter on the same data source (fault to first refresh, ms)"
+        + "\n\nThe raw waiter is a plain session blocked in `pg_advisory_lock` that borrows from"
+        + " the same kind of data source: the physical limit. Target: retsu's median at most "
+        + TARGET_MICROS / 1000
+        + " ms over the raw waiter's in each scenario; n is the moved repetitions of each side.\n\n"
+        + "| data source | configs | scenario | n retsu / raw | retsu median | retsu p95"
+        + " | raw median | raw p95 | difference of medians | ratio | within "
+        + TARGET_MICROS / 1000
+        + " ms |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n"
+        + rows;
+  }
+
+  private String classLoadSection() {
+    StringBuilder md = new StringBuilder();
+    md.append(
+        "\n## The old leader's graceful close: classes its JVM loaded (`-Xlog:class+load`)\n\n"
+            + "From SIGTERM to the shutdown hook, and from the hook to the new leader's term start"
+            + " (`Term.start()`: its lock granted and token taken, so after the old session ended: an upper"
+            + " bound of what loaded before the session ended). Placed on the old JVM's monotonic"
+            + " clock through its HOOK line.\n\n"
+            + "| config | rep | the old leader had won by | SIGTERM to hook (ms) | SIGTERM to new"
+            + " term (ms) | loaded before the hook | loaded from the hook to the new term |\n"
+            + "| --- | --- | --- | --- | --- | --- | --- |\n");
+    Map<String, List<Long>> seen = new java.util.TreeMap<>();
+    for (FailoverBenchmark.ClassLoads c : classLoads) {
+      md.append(
+          String.format(
+              Locale.ROOT,
+              "| %s | %d | %s | %s | %s | %d | %d |%n",
+              c.config(),
+              c.rep(),
+              c.became(),
+              Stats.ms(c.hookMicros()),
+              Stats.ms(c.newTermMicros()),
+              c.beforeHook().size(),
+              c.hookToNewTerm().size()));
+      for (String phase : List.of("before the hook", "hook to new term")) {
+        for (String stamped : phase.startsWith("before") ? c.beforeHook() : c.hookToNewTerm()) {
+          int at = stamped.lastIndexOf('@');
+          // hidden classes (lambdas) carry an address: one name for all repetitions
+          String name =
+              stamped
+                  .substring(0, at)
+                  .replaceAll("/0x[0-9a-f]+$", "")
+                  .replaceAll("\\$\\$Lambda\\$?[0-9]*", "\\$\\$Lambda");
+          seen.computeIfAbsent(
+                  c.config() + " | " + phase + " | `" + name + "`", k -> new ArrayList<>())
+              .add(Long.parseLong(stamped.substring(at + 1)));
+        }
+      }
+    }
+    if (!seen.isEmpty()) {
+      md.append(
+          "\nEach class, in how many repetitions it loaded, and when (median ms after"
+              + " SIGTERM):\n\n| config | phase | class | repetitions | median ms after SIGTERM |\n"
+              + "| --- | --- | --- | --- | --- |\n");
+      seen.forEach(
+          (k, v) ->
+              md.append("| ")
+                  .append(k)
+                  .append(" | ")
+                  .append(v.size())
+                  .append(" | ")
+                  .append(Stats.ms(Stats.of(v).median()))
+                  .append(" |\n"));
+    }
+    return md.toString();
+  }
+
+  private String horizonSection() {
+    StringBuilder md = new StringBuilder("\n## The horizon: what a waiting standby holds back\n");
+    if (!ways.isEmpty()) {
+      md.append(
+          "\n### Ways of waiting on a lock, and the snapshot the waiting session holds\n\n"
+              + "A plain session holds the lock; another waits the way named; ten transactions"
+              + " run elsewhere; then the waiter's `backend_xmin` is read from `pg_stat_activity`."
+              + " \"none\" (null) holds back nothing.\n\n"
+              + "| way of waiting | pgjdbc protocol | seen waiting | `age(backend_xmin)` while"
+              + " waiting | wait event |\n| --- | --- | --- | --- | --- |\n");
+      for (HorizonBenchmark.Way w : ways) {
+        md.append(
+            String.format(
+                Locale.ROOT,
+                "| %s | %s | %s | %s | %s |%n",
+                w.way(),
+                w.protocol(),
+                w.waited() ? "yes" : "no",
+                w.xminAge() < 0 ? "none" : w.xminAge() + " xids",
+                w.waitEvent()));
+      }
+    }
+    if (!horizon.isEmpty()) {
+      md.append(
+          "\n### waitTimeout against the horizon and the server log\n\n"
+              + "Standbys wait on a key a plain session holds while one loader thread updates a"
+              + " 1,000-row table in autocommit (one xid and one dead tuple per update). Every second"
+              + " the oldest `age(backend_xmin)` among the standbys' sessions is sampled, in xids"
+              + " and in seconds since its statement began; `VACUUM (VERBOSE)` runs on the table"
+              + " every sixth of the window (at least 5 s apart) and at its end. Re-arms are the"
+              + " standbys' attempts that ended in `lock_timeout`; the log counts are the lines the"
+              + " embedded server wrote in the window (only the standbys made errors there).\n\n"
+              + "| setup | waitTimeout | standbys | observed (s) | samples with a snapshot"
+              + " | max horizon age (s) | max horizon age (xids) | updates/s"
+              + " | dead tuples not yet removable, max (last) | re-arms (POLL: attempts) | per hour per standby"
+              + " | lock_timeout ERROR lines | log lines/hour/standby |\n"
+              + "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+      for (HorizonBenchmark.Result r : horizon) {
+        md.append(
+            String.format(
+                Locale.ROOT,
+                "| %s | %s | %d | %.0f | %d of %d | %.1f | %s | %.0f | %d (%d) | %d | %.0f | %s |"
+                    + " %s |%n",
+                r.setup().name(),
+                r.setup().waitTimeout() == null ? "-" : r.setup().waitTimeout().toSeconds() + " s",
+                r.setup().standbys(),
+                r.seconds(),
+                r.samplesWithSnapshot(),
+                r.samples(),
+                r.maxAgeSeconds(),
+                r.maxAgeXids() < 0 ? "none" : Long.toString(r.maxAgeXids()),
+                r.updatesPerSecond(),
+                r.maxDeadNotRemovable(),
+                r.lastDeadNotRemovable(),
+                r.rearms(),
+                r.perHourPerStandby(r.rearms()),
+                r.lockTimeoutErrors() < 0 ? "n/a" : Long.toString(r.lockTimeoutErrors()),
+                r.logLines() < 0
+                    ? "n/a"
+                    : String.format(Locale.ROOT, "%.0f", r.perHourPerStandby(r.logLines()))));
+      }
+    }
+    return md.toString();
+  }
+
+  /** The data source a config's name says: the pool suffix, else pgjdbc's plain data source. */
+  static String pool(String config) {
+    if (config.endsWith("-hikari")) {
+      return "HikariCP";
+    }
+    if (config.endsWith("-dbcp2")) {
+      return "DBCP2";
+    }
+    return "PGSimpleDataSource";
+  }
+
+  /** The failover chart: one panel per scenario, one row of samples per config. */
+  String chart() {
+    List<SvgChart.Panel> panels = new ArrayList<>();
+    for (FailoverBenchmark.Scenario sc : FailoverBenchmark.Scenario.values()) {
+      List<SvgChart.Series> series = new ArrayList<>();
+      for (Map.Entry<String, List<FailoverBenchmark.Sample>> e : failover.entrySet()) {
+        List<FailoverBenchmark.Sample> s =
+            e.getValue().stream().filter(x -> x.scenario() == sc).toList();
+        if (s.isEmpty()) {
+          continue;
+        }
+        series.add(
+            new SvgChart.Series(
+                e.getKey(),
+                s.stream()
+                    .filter(x -> x.outcome() == FailoverBenchmark.Outcome.MOVED)
+                    .map(x -> x.gapMicros() / 1e3)
+                    .toList()));
+      }
+      if (!series.isEmpty()) {
+        panels.add(new SvgChart.Panel(sc.title, series));
+      }
+    }
+    return SvgChart.render(
+        "Takeover after a fault, every repetition (commit " + commit + ")",
+        "fault to the new leader's first task, ms (log scale); box: quartiles, bar: median",
+        panels,
+        true);
   }
 
   private String markdown() {
@@ -237,6 +491,7 @@ final class Report {
                   overlaps == 0 ? "none" : overlaps + "x, up to " + Stats.ms(worst) + " ms"));
         }
       }
+      md.append(physicalLimit());
       md.append("\n### Ratios retsu / peer (median gap; < 1 means retsu is faster)\n\n");
       md.append("| retsu config | peer config |");
       for (FailoverBenchmark.Scenario sc : FailoverBenchmark.Scenario.values()) {
@@ -269,6 +524,12 @@ final class Report {
           md.append('\n');
         }
       }
+    }
+    if (!classLoads.isEmpty()) {
+      md.append(classLoadSection());
+    }
+    if (!ways.isEmpty() || !horizon.isEmpty()) {
+      md.append(horizonSection());
     }
     if (!idle.isEmpty()) {
       md.append("\n## Idle cost over ")
@@ -388,6 +649,12 @@ final class Report {
   private static String group(String config) {
     int dash = config.lastIndexOf('-');
     String suffix = dash < 0 ? "" : config.substring(dash + 1);
+    if (suffix.equals("hikari") || suffix.equals("dbcp2")) {
+      return group(config.substring(0, dash));
+    }
+    if (suffix.equals("fast")) {
+      return "1s"; // compared with the peers tuned to 1 s
+    }
     return suffix.equals("1s") || suffix.equals("default") ? suffix : "smoke";
   }
 
@@ -395,8 +662,16 @@ final class Report {
     return ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage();
   }
 
-  /** The checked-out commit (with "+changes" when the tree differs), or "unknown". */
+  /**
+   * The commit: the system property {@code retsu.bench.commit} when set (so a jar copied out of the
+   * checkout can name it), else the checked-out commit (with "+changes" when the tree differs), or
+   * "unknown".
+   */
   private static String commit() {
+    String given = System.getProperty("retsu.bench.commit");
+    if (given != null && !given.isBlank()) {
+      return given;
+    }
     try {
       Process head =
           new ProcessBuilder("git", "rev-parse", "--short=12", "HEAD")

@@ -64,5 +64,34 @@ class BenchmarkSmokeIntegrationTest {
       assertThat(md).containsPattern("\\| " + config + " \\| [0-9.]+ \\| [0-9.]+ \\|");
     }
     assertThat(md).contains("tryAcquireHeldElsewhere", "isHeldHeartbeat", "leaseClose");
+
+    // the pooled candidates, at the graceful close only, and the table made for the comparison
+    for (String pooled : List.of("retsu-wait-hikari", "raw-waiter-hikari")) {
+      assertThat(csv).anySatisfy(l -> assertThat(l).startsWith(pooled + ",CLOSE,1,MOVED,"));
+    }
+    assertThat(md)
+        .contains("### WAIT next to the raw waiter on the same data source")
+        .containsPattern(
+            "\\| PGSimpleDataSource \\| retsu-wait vs raw-waiter \\| close \\| 1 / 1 \\|")
+        .containsPattern(
+            "\\| HikariCP \\| retsu-wait-hikari vs raw-waiter-hikari \\| close \\| 1 / 1 \\|");
+    // the chart: one series per config that ran in a scenario
+    String svg = Files.readString(out.resolve("failover.svg"));
+    assertThat(
+            javax.xml.parsers.DocumentBuilderFactory.newInstance()
+                .newDocumentBuilder()
+                .parse(out.resolve("failover.svg").toFile())
+                .getDocumentElement()
+                .getTagName())
+        .isEqualTo("svg");
+    assertThat(svg).contains("data-config=\"retsu-wait-hikari\"", "data-config=\"spring\"");
+    // the horizon: how each way of waiting holds a snapshot, and the trade-off table
+    assertThat(md)
+        .contains("## The horizon: what a waiting standby holds back")
+        .containsPattern(
+            "\\| SELECT pg_advisory_lock\\(k\\) \\| extended \\| yes \\| [0-9]+ xids \\|")
+        .containsPattern("\\| reference: BEGIN; LOCK TABLE [^|]+ \\| extended \\| yes \\| none \\|")
+        .containsPattern("\\| wait-1s-x1 \\| 1 s \\| 1 \\|")
+        .containsPattern("\\| poll-1s-x1 \\(control\\) \\| - \\| 1 \\|");
   }
 }

@@ -20,7 +20,19 @@ class GroupBenchmarkSmokeIntegrationTest {
   @Test
   void groupRunMeasuresEveryScenarioAndWritesTheResults(@TempDir Path out) throws Exception {
     BenchmarkMain.run(
-        "group", "--out", out.toString(), "--group-keys", "200", "--group-members", "2");
+        "group",
+        "--out",
+        out.toString(),
+        "--group-keys",
+        "200",
+        "--group-members",
+        "2",
+        "--group-shapes",
+        "2x100",
+        "--group-reps",
+        "1",
+        "--group-settle",
+        "1");
 
     String md = Files.readString(out.resolve("group-results.md"));
     assertThat(md).contains("- commit ").contains("load average before ");
@@ -45,6 +57,24 @@ class GroupBenchmarkSmokeIntegrationTest {
       assertThat(rest[9].strip()).matches("[0-9.]+ \\([0-9.]+\\)"); // MiB at rest (idle)
     }
     assertThat(Integer.parseInt(rest[11].strip())).isGreaterThanOrEqualTo(200);
+    // | members | keys per member | departure | n | keys | median | min / max | parent | terms
+    // | violations |
+    List<String[]> departures =
+        md.lines().filter(l -> l.startsWith("| 2 | 100 |")).map(l -> l.split("\\|")).toList();
+    assertThat(departures).hasSize(2);
+    assertThat(departures.get(0)[3]).contains("graceful leave");
+    assertThat(departures.get(1)[3]).contains("kill -9");
+    assertThat(departures)
+        .allSatisfy(
+            row -> {
+              String text = String.join("|", row);
+              assertThat(row[4].strip()).as(text).isEqualTo("1");
+              assertThat(Integer.parseInt(row[5].strip())).as(text).isPositive();
+              assertThat(row[6].strip()).as(text).matches("[0-9.]+"); // all owned again
+              assertThat(row[10].strip()).as(text).isEqualTo("0"); // no two acting owners
+            });
+    assertThat(Files.readString(out.resolve("group.svg")))
+        .contains("data-config=\"2 members x 100 keys\"");
     assertThat(rows.get(1)[3]).contains("kill -9 of one member");
     assertThat(rows.get(2)[3]).contains("joins");
     if (!restarts) {
