@@ -96,7 +96,8 @@ class TermProtocolTest {
               Duration.ofSeconds(2),
               true,
               List.of(),
-              time);
+              time,
+              null);
       TermListeners listeners = new TermListeners(List.of(heard, logsOnLost()), "[unit]");
       worker =
           new SessionWorker(

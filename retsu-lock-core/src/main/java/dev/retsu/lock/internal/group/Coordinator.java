@@ -264,7 +264,14 @@ public final class Coordinator implements Runnable {
       int share = (rebalancer.quota() + slots.size() - 1) / slots.size();
       int load = target.heldCount();
       int limit = load < share ? Math.min(missing, share - load) : missing;
-      List<LockKey> granted = await(target.tryKeys(keys, limit));
+      List<LockKey> wanted = new ArrayList<>(keys.size());
+      long at = time.nanoTime();
+      for (LockKey k : keys) {
+        if (core.mayTake(k, at)) {
+          wanted.add(k); // not a key this member yielded and cools down from
+        }
+      }
+      List<LockKey> granted = wanted.isEmpty() ? List.of() : await(target.tryKeys(wanted, limit));
       if (granted == null) {
         return;
       }

@@ -240,6 +240,11 @@ public final class SessionSlot implements Runnable, SessionWorker.Owner {
 
   /** Releases keys gracefully (their work stopped, onLost, one unlock); completes with how many. */
   public CompletableFuture<Integer> release(List<LockKey> keys) {
+    return release(keys, LossReason.CLOSED);
+  }
+
+  /** Releases keys gracefully for {@code why}; completes with how many. */
+  public CompletableFuture<Integer> release(List<LockKey> keys, LossReason why) {
     SessionWorker w = worker();
     return job(
         () -> {
@@ -247,7 +252,7 @@ public final class SessionSlot implements Runnable, SessionWorker.Owner {
           for (LockKey k : keys) {
             TermState t = w.terms().get(k);
             if (t != null && !t.ended()) {
-              w.endTerm(t, LossReason.CLOSED, null);
+              w.endTerm(t, why, null);
               n++;
             }
           }

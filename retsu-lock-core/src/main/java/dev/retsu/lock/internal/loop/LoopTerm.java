@@ -7,6 +7,7 @@ import dev.retsu.lock.LeaderTask;
 import dev.retsu.lock.LossReason;
 import dev.retsu.lock.Term;
 import dev.retsu.lock.internal.session.Session;
+import dev.retsu.lock.internal.session.SessionSql;
 import dev.retsu.lock.internal.term.ReleasePolicy;
 import dev.retsu.lock.internal.term.SessionWatchdog;
 import dev.retsu.lock.internal.term.SessionWorker;
@@ -50,7 +51,7 @@ public final class LoopTerm {
       BooleanSupplier closing) {
     FencingToken token;
     try {
-      token = session.fencingToken();
+      token = session.fencingToken(java.util.List.of(settings.key()));
     } catch (SQLException e) {
       session.end();
       throw new AdvisoryLockException(
@@ -98,7 +99,8 @@ public final class LoopTerm {
       Duration attemptTook,
       TermListeners listeners,
       SessionWatchdog watchdog,
-      BooleanSupplier closing) {
+      BooleanSupplier closing,
+      boolean previousGraceful) {
     if (closing.getAsBoolean()) {
       worker.endNow(); // nobody heard of it: no listeners, just the lock
       return LossReason.CLOSED;
@@ -112,9 +114,21 @@ public final class LoopTerm {
         t.fencingToken(),
         t.backendPid(),
         worker.session().id().database());
-    worker.announce(state);
+    Duration delay = settings.takeoverDelay();
+    if (!delay.isZero() && !previousGraceful) {
+      // The previous term may have ended without stopping its work first (a crash, a terminated
+      // session): act only once it must have fenced itself. The worker proves the session
+      // meanwhile and announces the term at its first refresh.
+      LOG.info(
+          "{} The previous term may not have ended gracefully: first work in {} (takeoverDelay)",
+          settings.context(),
+          delay);
+      worker.delayFirstRefresh(state, delay);
+    } else {
+      worker.announce(state);
+    }
     watchdog.watch(worker);
-    worker.run(task);
+    worker.run(settings.preferred() ? task : yieldingToPreferred(task));
     if (!worker.awaitDone(settings.term().closeTimeout())) {
       // The term's end is logged after its release, which waits for onLost: say it here.
       LOG.warn(
@@ -128,6 +142,50 @@ public final class LoopTerm {
           settings.term().closeTimeout());
     }
     return state.reason() != null ? state.reason() : LossReason.CLOSED;
+  }
+
+  /**
+   * The task of a leader that is not preferred: before each refresh, one look for a preferred
+   * candidate waiting for this session's key; when one waits, the term ends ({@link
+   * LossReason#YIELDED}) instead of refreshing, and the server grants the key to that waiting
+   * session when this one ends.
+   */
+  private LeaderTask yieldingToPreferred(LeaderTask task) {
+    return ctx -> {
+      int waiting = worker.session().call(SessionSql::preferredWaiting);
+      if (waiting != 0) {
+        LOG.info(
+            "{} A preferred candidate waits for the key (backend pid {}): handing over",
+            settings.context(),
+            waiting);
+        worker.endTerm(state, LossReason.YIELDED, null);
+        return;
+      }
+      task.refresh(ctx);
+    };
+  }
+
+  /**
+   * Ends the term gracefully to hand over ({@link LossReason#YIELDED}), from any thread; waits for
+   * the release unless called from the term's own thread.
+   *
+   * @return true if this call ended the term
+   */
+  public boolean yieldTerm() {
+    if (state.ended()) {
+      return false;
+    }
+    worker.endSession(LossReason.YIELDED, null, false);
+    boolean ended = state.reason() == LossReason.YIELDED;
+    if (Thread.currentThread() != worker.thread()) {
+      worker.awaitDone(settings.term().closeTimeout());
+    }
+    return ended;
+  }
+
+  /** The term's session (its proofs give the renewal and the deadline). */
+  public dev.retsu.lock.internal.session.Session session() {
+    return worker.session();
   }
 
   /** Ends the term for the loop's close, from any thread (see {@link SessionWorker#close()}). */

@@ -38,6 +38,7 @@ public final class Standby implements AutoCloseable {
   private volatile LockWaiter waiter;
   private volatile boolean closed;
   private volatile boolean reached;
+  private volatile boolean graceful;
   private int failedTerms;
 
   /**
@@ -69,6 +70,7 @@ public final class Standby implements AutoCloseable {
    * @throws AdvisoryLockException if the attempt failed (the waiting session is then gone)
    */
   public Optional<Session> attempt() {
+    graceful = false;
     if (settings.takeover() == TakeoverMode.POLL) {
       Optional<Session> lease = poll.get();
       reached = true;
@@ -79,7 +81,9 @@ public final class Standby implements AutoCloseable {
     }
     LockWaiter w = waiter;
     if (w == null) {
-      w = LockWaiter.open(settings.spec(), settings.waitTimeout());
+      w =
+          LockWaiter.open(
+              settings.waitSpec(), settings.waitTimeout(), !settings.takeoverDelay().isZero());
       reached = true;
       waiter = w;
       if (closed) {
@@ -93,12 +97,23 @@ public final class Standby implements AutoCloseable {
       Optional<Session> granted = w.await();
       if (granted.isPresent()) {
         waiter = null; // its session now belongs to the term
+        graceful = w.previousEndedGracefully();
       }
       return granted;
     } catch (AdvisoryLockException e) {
       waiter = null; // the waiter ended its session
       throw e;
     }
+  }
+
+  /**
+   * Whether the term the last attempt won follows one that ended gracefully, as far as this standby
+   * can tell: only a WAIT standby that listened ({@code takeoverDelay}) can.
+   *
+   * @return true after a graceful hand-over
+   */
+  public boolean previousEndedGracefully() {
+    return graceful;
   }
 
   /**

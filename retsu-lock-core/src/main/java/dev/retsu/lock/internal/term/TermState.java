@@ -208,7 +208,7 @@ public final class TermState implements LeaderContext {
   }
 
   /** The session the term's key is held on. */
-  Session session() {
+  public Session session() {
     return session;
   }
 
