@@ -224,6 +224,11 @@ final class StubSession implements Session {
   }
 
   @Override
+  public int preferredWaiting() {
+    return 0;
+  }
+
+  @Override
   public void released(List<String> payloads) {
     log.add("notified " + payloads.size() + " released");
   }

@@ -7,7 +7,6 @@ import dev.retsu.lock.LeaderTask;
 import dev.retsu.lock.LossReason;
 import dev.retsu.lock.Term;
 import dev.retsu.lock.internal.session.Session;
-import dev.retsu.lock.internal.session.SessionSql;
 import dev.retsu.lock.internal.term.ReleasePolicy;
 import dev.retsu.lock.internal.term.SessionWatchdog;
 import dev.retsu.lock.internal.term.SessionWorker;
@@ -152,7 +151,7 @@ public final class LoopTerm {
    */
   private LeaderTask yieldingToPreferred(LeaderTask task) {
     return ctx -> {
-      int waiting = worker.session().call(SessionSql::preferredWaiting);
+      int waiting = worker.session().preferredWaiting();
       if (waiting != 0) {
         LOG.info(
             "{} A preferred candidate waits for the key (backend pid {}): handing over",

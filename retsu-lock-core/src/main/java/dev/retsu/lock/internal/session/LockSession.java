@@ -330,6 +330,24 @@ public final class LockSession implements Session {
   }
 
   /**
+   * Looks for a preferred candidate's WAIT standby waiting for a lock this session holds ({@link
+   * SessionSql#preferredWaiting}); a success proves the session alive.
+   *
+   * @return its pid, or 0
+   * @throws SQLException when the statement failed
+   */
+  @Override
+  public int preferredWaiting() throws SQLException {
+    return call(
+        c -> {
+          long start = time.nanoTime();
+          int pid = SessionSql.preferredWaiting(c);
+          proofs.alive(start);
+          return pid;
+        });
+  }
+
+  /**
    * Notifies {@code released} for terms about to be released gracefully, in one statement, before
    * the release: a watcher learns of it at once, and a successor that waited on the key knows that
    * the term ended gracefully. Best effort: a failure is logged at DEBUG (the release follows

@@ -92,6 +92,9 @@ public interface Session {
   /** Takes a fencing token on the session, naming it and announcing {@code announce}. */
   FencingToken fencingToken(List<LockKey> announce) throws SQLException;
 
+  /** The pid of a preferred candidate's session waiting for a lock this one holds, or 0. */
+  int preferredWaiting() throws SQLException;
+
   /** Notifies {@code released} notices before a graceful release; best effort. */
   void released(List<String> payloads);
 

@@ -94,6 +94,7 @@ public final class SessionWorker extends TermEnd {
    */
   public void delayFirstRefresh(TermState t, Duration delay) {
     t.nextRefresh = options.time().nanoTime() + delay.toNanos();
+    t.announceAtFirstRefresh = true;
   }
 
   /** The thread running the schedule, or null before it runs. */
@@ -210,7 +211,7 @@ public final class SessionWorker extends TermEnd {
       selfFence(); // e.g. resumed after a pause longer than the deadline: before any leader work
       return;
     }
-    if (!t.announced) {
+    if (t.announceAtFirstRefresh && !t.announced) {
       listeners.acquired(t); // a deferred announcement (a loop's lock-delay)
       if (!t.announced) {
         return; // it ended meanwhile

@@ -56,6 +56,9 @@ abstract class TermFinish {
   volatile Throwable endCause;
   volatile TermState running;
 
+  /** Terms told of their end whose keys the session's graceful end releases (notified then). */
+  private final List<TermState> releasedAtEnd = new java.util.concurrent.CopyOnWriteArrayList<>();
+
   /** The thread telling listeners of a term's end right now, or null. */
   volatile Thread telling;
 
@@ -122,6 +125,9 @@ abstract class TermFinish {
           unlockedTerms.add(t);
         }
       }
+    }
+    if (!unlockedTerms.isEmpty() && endReason() != null) {
+      releasedAtEnd.addAll(unlockedTerms); // the session's end releases them
     }
     if (!unlock.isEmpty() && endReason() == null && session.isOpen()) {
       try {
@@ -191,8 +197,10 @@ abstract class TermFinish {
       if (abort) {
         session.abort();
       } else {
-        if (policy.unlocks(why)) {
-          session.released(releasedNotices(told));
+        List<TermState> released = new ArrayList<>(releasedAtEnd);
+        released.addAll(told);
+        if (policy.unlocks(why) && !released.isEmpty()) {
+          session.released(releasedNotices(released));
         }
         session.end();
       }
