@@ -385,7 +385,8 @@ public final class LeaderLoop implements AutoCloseable {
               listeners,
               watchdog,
               isClosing,
-              standby.previousEndedGracefully());
+              standby.previousEndedGracefully(),
+              standby.preferredWaitingAtGrant());
       current = null;
       TermState ended = term.state();
       if (reason == LossReason.CLOSED) {

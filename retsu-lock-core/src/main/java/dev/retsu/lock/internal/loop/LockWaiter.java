@@ -42,6 +42,12 @@ public final class LockWaiter implements AutoCloseable {
 
   private static final Logger LOG = LoggerFactory.getLogger(LockWaiter.class);
 
+  /**
+   * The longest wait for the grant's own {@code acquired} notice (it comes within a millisecond):
+   * past it the previous term's end counts as not graceful.
+   */
+  private static final int OWN_NOTICE_MILLIS = 1000;
+
   private final SessionOpener.Spec spec;
   private final Session session;
   private final Duration waitTimeout;
@@ -53,6 +59,12 @@ public final class LockWaiter implements AutoCloseable {
 
   /** Whether the last notice about this key from another session was {@code released}. */
   private boolean lastReleased;
+
+  /** Whether to look, in the grant's statement, for a preferred candidate waiting behind. */
+  private volatile boolean lookForPreferred;
+
+  /** The pid of a preferred candidate's session waiting behind the last grant, or 0. */
+  private volatile int preferredAtGrant;
 
   /** Whether the previous term ended gracefully, as the last grant showed (see {@link #open}). */
   private volatile boolean previousGraceful;
@@ -230,10 +242,11 @@ public final class LockWaiter implements AutoCloseable {
       ps.setString(1, Notices.termPrefix(name));
       ps.setString(2, keyId);
       ps.setString(3, spec.candidateId());
-      ps.setString(4, originalLockTimeout);
-      ps.setString(5, originalStatementTimeout);
-      ps.setString(6, name);
-      KeySql.bindLocks(ps, KeySql.bindArguments(ps, 7, key), key);
+      ps.setBoolean(4, lookForPreferred);
+      ps.setString(5, originalLockTimeout);
+      ps.setString(6, originalStatementTimeout);
+      ps.setString(7, name);
+      KeySql.bindLocks(ps, KeySql.bindArguments(ps, 8, key), key);
       long sent = time.nanoTime();
       try (ResultSet rs = ps.executeQuery()) {
         long received = time.nanoTime();
@@ -243,12 +256,14 @@ public final class LockWaiter implements AutoCloseable {
         long before = locked ? (long) (rs.getDouble(11) * 1e9) : 0;
         long proofStart = sent + Math.max(0, Math.min(before, received - sent));
         w = new Wait(rs.getInt(1), rs.getBoolean(2), rs.getBoolean(3), locked, token, proofStart);
+        preferredAtGrant = locked ? rs.getInt(14) : 0;
       }
     }
     if (w.locked()) {
       c.setNetworkTimeout(SessionTerminator.DIRECT, 0);
       if (listens) {
-        previousGraceful = notices(c, spec.roundTripMillis(), w.pid(), w.token());
+        previousGraceful =
+            notices(c, Math.min(OWN_NOTICE_MILLIS, spec.roundTripMillis()), w.pid(), w.token());
         lastReleased = false;
       }
     }
@@ -302,6 +317,25 @@ public final class LockWaiter implements AutoCloseable {
    */
   public boolean previousEndedGracefully() {
     return previousGraceful;
+  }
+
+  /**
+   * Makes each grant look for a preferred candidate's session waiting behind it (a standby that is
+   * not preferred: PostgreSQL grants waiters in the order they queued, so a WAIT standby that
+   * queued before a preferred one is granted first, and then hands over at once).
+   */
+  public void lookForPreferred() {
+    lookForPreferred = true;
+  }
+
+  /**
+   * The pid of a preferred candidate's session that waited behind the last grant, or 0 ({@link
+   * #lookForPreferred}).
+   *
+   * @return the pid
+   */
+  public int preferredWaitingAtGrant() {
+    return preferredAtGrant;
   }
 
   private Optional<Session> granted(Wait w) {

@@ -99,12 +99,22 @@ public final class LoopTerm {
       TermListeners listeners,
       SessionWatchdog watchdog,
       BooleanSupplier closing,
-      boolean previousGraceful) {
+      boolean previousGraceful,
+      int preferredWaiting) {
     if (closing.getAsBoolean()) {
       worker.endNow(); // nobody heard of it: no listeners, just the lock
       return LossReason.CLOSED;
     }
     Term t = state.term();
+    if (preferredWaiting != 0) {
+      // Granted ahead of a preferred candidate that queued later: hand over before any work.
+      LOG.info(
+          "{} Granted the lock ahead of a preferred candidate (backend pid {}): handing over",
+          settings.context(),
+          preferredWaiting);
+      worker.endNow(LossReason.YIELDED);
+      return LossReason.YIELDED;
+    }
     listeners.attempt(AttemptResult.ACQUIRED, attemptTook, null);
     LOG.info(
         "{} Leadership acquired: term {}, fencing token {}, backend pid {}, database {}",
@@ -144,13 +154,18 @@ public final class LoopTerm {
   }
 
   /**
-   * The task of a leader that is not preferred: before each refresh, one look for a preferred
-   * candidate waiting for this session's key; when one waits, the term ends ({@link
+   * The task of a leader that is not preferred: before each refresh but the first (which comes
+   * right after a takeover, before which a waiting preferred standby would have won), one look for
+   * a preferred candidate waiting for this session's key; when one waits, the term ends ({@link
    * LossReason#YIELDED}) instead of refreshing, and the server grants the key to that waiting
    * session when this one ends.
    */
   private LeaderTask yieldingToPreferred(LeaderTask task) {
     return ctx -> {
+      if (state.refreshes() == 0) {
+        task.refresh(ctx); // a preferred standby queued first would have won: no round trip now
+        return;
+      }
       int waiting = worker.session().preferredWaiting();
       if (waiting != 0) {
         LOG.info(

@@ -39,6 +39,7 @@ public final class Standby implements AutoCloseable {
   private volatile boolean closed;
   private volatile boolean reached;
   private volatile boolean graceful;
+  private volatile int preferredAtGrant;
   private int failedTerms;
 
   /**
@@ -71,6 +72,7 @@ public final class Standby implements AutoCloseable {
    */
   public Optional<Session> attempt() {
     graceful = false;
+    preferredAtGrant = 0;
     if (settings.takeover() == TakeoverMode.POLL) {
       Optional<Session> lease = poll.get();
       reached = true;
@@ -85,6 +87,9 @@ public final class Standby implements AutoCloseable {
           LockWaiter.open(
               settings.waitSpec(), settings.waitTimeout(), !settings.takeoverDelay().isZero());
       reached = true;
+      if (!settings.preferred()) {
+        w.lookForPreferred();
+      }
       waiter = w;
       if (closed) {
         w.close();
@@ -98,6 +103,7 @@ public final class Standby implements AutoCloseable {
       if (granted.isPresent()) {
         waiter = null; // its session now belongs to the term
         graceful = w.previousEndedGracefully();
+        preferredAtGrant = w.preferredWaitingAtGrant();
       }
       return granted;
     } catch (AdvisoryLockException e) {
@@ -114,6 +120,16 @@ public final class Standby implements AutoCloseable {
    */
   public boolean previousEndedGracefully() {
     return graceful;
+  }
+
+  /**
+   * The pid of a preferred candidate's session that waited behind the last grant (a WAIT standby
+   * that is not preferred), or 0: the term then hands over before any work.
+   *
+   * @return the pid
+   */
+  public int preferredWaitingAtGrant() {
+    return preferredAtGrant;
   }
 
   /**

@@ -33,6 +33,14 @@ public final class SessionSql {
       "(SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname ="
           + " pg_catalog.current_database())";
 
+  /** The pid of a preferred candidate's session blocked by this one, or 0 (an int expression). */
+  private static final String PREFERRED_WAITING =
+      "coalesce((SELECT a.pid FROM pg_catalog.pg_stat_activity a WHERE"
+          + " pg_catalog.starts_with(a.application_name, '"
+          + Notices.PREFERRED_PREFIX
+          + "') AND a.datname = pg_catalog.current_database() AND pg_catalog.pg_backend_pid() ="
+          + " ANY (pg_catalog.pg_blocking_pids(a.pid)) LIMIT 1), 0)";
+
   private SessionSql() {}
 
   /**
@@ -128,6 +136,8 @@ public final class SessionSql {
         + Notices.termNameSql("('#' || x.tl || '/' || x.xid)")
         + ", false) END, CASE WHEN x.locked THEN "
         + acquiredNotice("?::text", "x.pid", "x.tl", "x.xid")
+        + " END, CASE WHEN x.locked AND ?::bool THEN "
+        + PREFERRED_WAITING
         + " END FROM (SELECT w.pid, w.in_recovery, w.already, w.locked, CASE WHEN w.locked THEN"
         + " pg_catalog.set_config('lock_timeout', ?::text, false) END AS lt, CASE WHEN w.locked"
         + " THEN pg_catalog.set_config('statement_timeout', ?::text, false) END AS st, CASE WHEN"
@@ -269,14 +279,7 @@ public final class SessionSql {
    */
   public static int preferredWaiting(java.sql.Connection c) throws java.sql.SQLException {
     try (java.sql.Statement st = c.createStatement();
-        java.sql.ResultSet rs =
-            st.executeQuery(
-                "SELECT coalesce((SELECT a.pid FROM pg_catalog.pg_stat_activity a WHERE"
-                    + " pg_catalog.starts_with(a.application_name, '"
-                    + Notices.PREFERRED_PREFIX
-                    + "') AND a.datname = pg_catalog.current_database() AND"
-                    + " pg_catalog.pg_backend_pid() = ANY (pg_catalog.pg_blocking_pids(a.pid))"
-                    + " LIMIT 1), 0)")) {
+        java.sql.ResultSet rs = st.executeQuery("SELECT " + PREFERRED_WAITING)) {
       rs.next();
       return rs.getInt(1);
     }
