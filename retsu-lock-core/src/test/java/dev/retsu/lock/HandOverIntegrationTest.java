@@ -49,11 +49,13 @@ class HandOverIntegrationTest {
             .build());
   }
 
-  private HandOverCandidate.Jvm child(TestDatabase db, String id, LockKey key, String mode) {
-    return track(
-        new HandOverCandidate.Jvm(
-            id,
-            List.of(db.jdbcUrl(), db.user(), db.password(), id, Long.toString(key.value()), mode)));
+  private HandOverCandidate.Jvm child(
+      TestDatabase db, String id, LockKey key, String mode, String... more) {
+    List<String> args =
+        new ArrayList<>(
+            List.of(db.jdbcUrl(), db.user(), db.password(), id, Long.toString(key.value()), mode));
+    args.addAll(List.of(more));
+    return track(new HandOverCandidate.Jvm(id, args));
   }
 
   private static void assertNoOverlap(List<TermChecker.Event> timeline) {
@@ -291,5 +293,31 @@ class HandOverIntegrationTest {
     g2.close(); // both keys free: g1 takes the other one, not the one it cools down from
     await().atMost(WITHIN).until(() -> g1.heldCount() == 1);
     await().during(Duration.ofMillis(500)).atMost(WITHIN).until(() -> !g1.heldKeys().contains(k));
+  }
+
+  @Test
+  void aLeaderWhoseWaitListenedDropsTheLibrarysOwnNoticesWithoutAWarning(TestDatabase db) {
+    LockKey key = TestKeys.next();
+    TermEvents a = new TermEvents("quiet-a");
+    LeaderLoop la = loop(db, key, a, TakeoverMode.WAIT);
+    la.start(a.task());
+    await().atMost(WITHIN).until(la::isLeader);
+    HandOverCandidate.Jvm c = child(db, "listened", key, "WAIT", "300");
+    await().atMost(WITHIN).until(() -> db.clientSessions("retsu-lock:listened") == 1);
+    la.close();
+    await().atMost(WITHIN).until(() -> c.saw("CHECK"));
+    // Other keys' terms start and end: their notices reach the leader's session, which listened.
+    for (int i = 0; i < 3; i++) {
+      TermEvents other = new TermEvents("noisy-" + i);
+      LeaderLoop o = loop(db, TestKeys.next(), other, TakeoverMode.POLL);
+      o.start(other.task());
+      await().atMost(WITHIN).until(o::isLeader);
+      o.close();
+    }
+    await()
+        .during(Duration.ofMillis(300))
+        .atMost(WITHIN)
+        .until(() -> c.lines().stream().noneMatch(l -> l.contains("Dropped a notification")));
+    assertThat(c.lines()).noneMatch(l -> l.contains("Dropped a notification"));
   }
 }
