@@ -25,6 +25,7 @@ public final class GroupCore {
   private final Map<LockKey, Integer> index = new HashMap<>();
   private final AtomicLongArray termNumbers;
   private final AtomicLongArray cooldownUntil;
+  private final AtomicLongArray handOffUntil;
   private final Map<LockKey, TermState> owned = new ConcurrentHashMap<>();
   private final AtomicBoolean closing = new AtomicBoolean();
   private final AtomicLong rebalances = new AtomicLong();
@@ -46,6 +47,7 @@ public final class GroupCore {
     }
     this.termNumbers = new AtomicLongArray(settings.keys().size());
     this.cooldownUntil = new AtomicLongArray(settings.keys().size());
+    this.handOffUntil = new AtomicLongArray(settings.keys().size());
   }
 
   /** The settings. */
@@ -107,6 +109,29 @@ public final class GroupCore {
   boolean mayTake(LockKey key, long nowNanos) {
     long until = cooldownUntil.get(index.get(key));
     return until == 0 || nowNanos - until >= 0;
+  }
+
+  /**
+   * Another member yielded the key at position {@code index} and cools down from it until {@code
+   * untilNanos}: until then this member takes it even above its quota and does not count it as
+   * surplus, so that a yielded key is not left unowned while the group is balanced.
+   */
+  void handOff(int index, long untilNanos) {
+    if (index >= 0 && index < handOffUntil.length()) {
+      handOffUntil.set(index, untilNanos);
+    }
+  }
+
+  /** The positions of keys handed off by another member and still in their window. */
+  BitSet handedOff(long nowNanos) {
+    BitSet out = new BitSet(handOffUntil.length());
+    for (int i = 0; i < handOffUntil.length(); i++) {
+      long until = handOffUntil.get(i);
+      if (until != 0 && nowNanos - until < 0) {
+        out.set(i);
+      }
+    }
+    return out;
   }
 
   /** The live terms of this member, by key. */

@@ -237,7 +237,11 @@ public final class Member implements SessionSlot.Events {
                       settings.term().closeTimeout().toMillis()
                           + settings.term().roundTripTimeout().toMillis(),
                       TimeUnit.MILLISECONDS);
-          return n != null && n > 0;
+          boolean released = n != null && n > 0;
+          if (released && watch != null) {
+            watch.yielded(core.indexOf(key), TimeUnit.NANOSECONDS.toMillis(cooldownNanos));
+          }
+          return released;
         } catch (ExecutionException | java.util.concurrent.TimeoutException e) {
           LOG.warn("{} Yielding {} did not finish: {}", settings.context(), key, e.toString());
           return false;
