@@ -300,4 +300,35 @@ class LeaderWatchIntegrationTest {
                         k -> w.leader(k).map(i -> i.candidateId().equals("member")).orElse(false)));
     assertThat(groupHeard).extracting(LeaderChange::key).containsAll(keys);
   }
+
+  @Test
+  void aResetAllByTheTaskIsUndoneWithTheTermsTokenStillInTheName(TestDatabase db) {
+    LockKey key = TestKeys.next();
+    java.util.concurrent.atomic.AtomicBoolean reset =
+        new java.util.concurrent.atomic.AtomicBoolean();
+    LeaderLoop a =
+        track(
+            TestLoops.fast(LeaderLoop.builder(db.dataSource(), key))
+                .candidateId("reset")
+                .refreshInterval(Duration.ofMillis(100))
+                .build());
+    a.start(
+        ctx -> {
+          if (reset.compareAndSet(false, true)) {
+            try (java.sql.Statement st = ctx.connection().createStatement()) {
+              st.execute("RESET ALL"); // clears application_name; the next proof applies it again
+            }
+          }
+          ctx.ensureLeader();
+        });
+    await().atMost(WITHIN).until(() -> reset.get() && a.isLeader());
+    Term t = a.currentTerm().orElseThrow();
+    await()
+        .atMost(WITHIN)
+        .until(
+            () ->
+                a.currentHolder()
+                    .map(h -> h.applicationName().equals("retsu-lock:reset#" + t.fencingToken()))
+                    .orElse(false));
+  }
 }
