@@ -112,10 +112,11 @@ final class SessionSocket {
         return false;
       }
       proofs.read();
+      // The library's own channel is expected here: a WAIT standby with the lock-delay listened.
       PGNotification foreign = null;
       for (PGNotification n : notes) {
         if (!Notices.CHANNEL.equals(n.getName())) {
-          foreign = n; // our own channel's notices (a WAIT standby listened) are expected here
+          foreign = n;
         }
       }
       if (foreign != null && !droppedNotifications) {

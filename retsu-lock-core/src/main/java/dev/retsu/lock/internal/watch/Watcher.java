@@ -321,7 +321,7 @@ public final class Watcher implements Runnable {
                 k.key,
                 notice.candidateId(),
                 notice.pid(),
-                databaseOf(n),
+                database(),
                 Optional.of(notice.token()),
                 OptionalLong.empty(),
                 Optional.of(now()),
@@ -336,9 +336,10 @@ public final class Watcher implements Runnable {
     }
   }
 
-  private String databaseOf(PgSession.Note n) {
+  /** The watch's database: a notice reaches only listeners in its own database. */
+  private String database() {
     Session s = session;
-    return s == null ? "" : s.id().database(); // a notice reaches only its own database
+    return s == null ? "" : s.id().database();
   }
 
   /** One read of {@code pg_stat_activity} for the current leaders' pids. */
