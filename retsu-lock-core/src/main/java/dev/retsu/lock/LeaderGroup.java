@@ -285,6 +285,19 @@ public final class LeaderGroup implements AutoCloseable {
   }
 
   /**
+   * Returns this member's fair share at its last membership read, ceil(keys / members): with {@link
+   * #heldCount()} it says whether the group is balanced (a member above it yields the surplus at
+   * its next round, one below takes free keys), and a {@link LeaderWatch} on the keys shows each
+   * move as it happens.
+   *
+   * @return the share; all keys before the first read
+   */
+  public int fairShare() {
+    return dev.retsu.lock.internal.group.Rebalancer.quota(
+        settings.keys().size(), Math.max(1, member.members()));
+  }
+
+  /**
    * Returns how many keys this member has yielded to rebalance the group (graceful releases because
    * it held more than its fair share).
    *

@@ -285,6 +285,7 @@ class HandOverIntegrationTest {
                 .build());
     g2.start(ctx -> ctx.ensureLeader());
     await().atMost(WITHIN).until(() -> g1.heldCount() == 1 && g2.heldCount() == 1);
+    assertThat(g1.fairShare()).isEqualTo(1);
 
     LockKey k = g1.heldKeys().get(0);
     assertThat(g1.leaderInfo(k).orElseThrow().token()).isPresent();
