@@ -161,22 +161,39 @@ public final class LoopTerm {
    * session when this one ends.
    */
   private LeaderTask yieldingToPreferred(LeaderTask task) {
-    return ctx -> {
-      if (state.refreshes() == 0) {
+    return new YieldingToPreferred(task, this);
+  }
+
+  /**
+   * {@link #yieldingToPreferred}'s task: a class, not a lambda, so that a takeover links nothing
+   * new ({@link WarmUp} loads it while this candidate is a standby).
+   */
+  static final class YieldingToPreferred implements LeaderTask {
+    private final LeaderTask task;
+    private final LoopTerm term;
+
+    YieldingToPreferred(LeaderTask task, LoopTerm term) {
+      this.task = task;
+      this.term = term;
+    }
+
+    @Override
+    public void refresh(dev.retsu.lock.LeaderContext ctx) throws Exception {
+      if (term.state.refreshes() == 0) {
         task.refresh(ctx); // a preferred standby queued first would have won: no round trip now
         return;
       }
-      int waiting = worker.session().preferredWaiting();
+      int waiting = term.worker.session().preferredWaiting();
       if (waiting != 0) {
         LOG.info(
             "{} A preferred candidate waits for the key (backend pid {}): handing over",
-            settings.context(),
+            term.settings.context(),
             waiting);
-        worker.endTerm(state, LossReason.YIELDED, null);
+        term.worker.endTerm(term.state, LossReason.YIELDED, null);
         return;
       }
       task.refresh(ctx);
-    };
+    }
   }
 
   /**

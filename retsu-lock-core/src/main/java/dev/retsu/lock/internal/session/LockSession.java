@@ -48,6 +48,8 @@ public final class LockSession implements Session {
   private final SessionId id;
   private final Connection conn;
   private volatile SessionSettings settings;
+  private volatile FencingToken namedFor;
+  private volatile FencingToken settingsFor;
   private final TimeSource time;
   private final Proofs proofs;
   private final int roundTripMillis;
@@ -143,7 +145,7 @@ public final class LockSession implements Session {
       }
       Set<LockKey> missing;
       try {
-        missing = OwnershipProof.run(this, conn, settings, roundTripMillis);
+        missing = OwnershipProof.run(this, conn, currentSettings(), roundTripMillis);
       } catch (ProofException e) {
         listener.sessionEnded(e.reason(), e.getCause());
         throw e;
@@ -267,9 +269,22 @@ public final class LockSession implements Session {
     termNamed(token);
   }
 
-  /** The token statement renamed the session: proofs that re-apply settings keep the new name. */
+  /**
+   * The token statement renamed the session: proofs that re-apply settings keep the new name. Only
+   * recorded here (a takeover runs no string building); {@link #currentSettings()} makes the name.
+   */
   private void termNamed(FencingToken token) {
-    settings = settings.withApplicationName(Notices.termName(candidateName(), token));
+    namedFor = token;
+  }
+
+  /** The settings a proof applies again: with the term's name once a token was taken. */
+  private SessionSettings currentSettings() {
+    FencingToken token = namedFor;
+    if (token != null && token != settingsFor) {
+      settings = settings.withApplicationName(Notices.termName(candidateName(), token));
+      settingsFor = token;
+    }
+    return settings;
   }
 
   /** The candidate's {@code application_name} as opened, without a term's token. */
