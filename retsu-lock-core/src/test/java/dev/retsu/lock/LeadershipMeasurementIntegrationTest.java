@@ -141,6 +141,7 @@ class LeadershipMeasurementIntegrationTest {
         LockKey key = TestKeys.next();
         List<long[]> seen = new CopyOnWriteArrayList<>();
         w.watch(key, c -> seen.add(new long[] {System.nanoTime(), c.cause().ordinal()}));
+        await().atMost(WITHIN).until(() -> seen.size() == 1); // the first read: nobody
         TermEvents a = new TermEvents("wg-a");
         TermEvents b = new TermEvents("wg-b");
         LeaderLoop la = loop(db, key, a, TakeoverMode.WAIT);
@@ -188,6 +189,7 @@ class LeadershipMeasurementIntegrationTest {
         LockKey key = TestKeys.next();
         List<long[]> seen = new CopyOnWriteArrayList<>();
         w.watch(key, c -> seen.add(new long[] {System.nanoTime(), c.cause().ordinal()}));
+        await().atMost(WITHIN).until(() -> seen.size() == 1); // the first read: nobody
         TermEvents a = new TermEvents("wc-a");
         try (LeaderLoop la =
             TestLoops.fast(LeaderLoop.builder(db.dataSource(), key))
