@@ -116,6 +116,7 @@ public final class LeaderGroup implements AutoCloseable {
   private final GroupCore core;
   private final Lifecycle lifecycle = new Lifecycle();
   private final Member member;
+  private final List<LeaderWatch.Registration> watching = new ArrayList<>();
 
   LeaderGroup(GroupSettings settings) {
     this.settings = settings;
@@ -222,6 +223,42 @@ public final class LeaderGroup implements AutoCloseable {
   }
 
   /**
+   * Returns this member's term of a key as a {@link LeaderInfo}, while it leads the key: the
+   * session's pid and database, the term's start, number and token, the start of the last round
+   * trip that proved the session alive and the self-fencing deadline. No I/O. Who leads the keys
+   * other members hold: a {@link LeaderWatch} on the group's keys, or {@link LeaderInfo#of}.
+   *
+   * @param key one of the group's keys
+   * @return the info, or empty
+   */
+  public Optional<LeaderInfo> leaderInfo(LockKey key) {
+    TermState t = core.owned().get(key);
+    return t == null || !t.isHeld()
+        ? Optional.empty()
+        : Optional.of(LeaderInfo.ofTerm(t.term(), t.session()));
+  }
+
+  /**
+   * Hands one key over: its term ends in the graceful order (its refresh interrupted and awaited,
+   * {@code onLost} with {@link LossReason#YIELDED}, a {@code released} notice, then the key is
+   * unlocked on its session, which stays open for the other keys), and this member does not take it
+   * again for {@code cooldown}; another member takes it at its next round, within milliseconds when
+   * it is below its share. Returns once the key is released.
+   *
+   * @param key one of the group's keys
+   * @param cooldown how long not to take it again: zero or positive
+   * @return true if this member led the key and released it
+   */
+  public boolean yield(LockKey key, Duration cooldown) {
+    Objects.requireNonNull(key, "key");
+    dev.retsu.lock.internal.Checks.nonNegative("cooldown", cooldown);
+    if (!core.hasKey(key)) {
+      throw new IllegalArgumentException("key must be one of the group's keys, but was " + key);
+    }
+    return member.yieldKey(key, cooldown.toNanos());
+  }
+
+  /**
    * Returns the backend pid of the session that holds a key, while this member leads it.
    *
    * @param key one of the group's keys
@@ -245,6 +282,19 @@ public final class LeaderGroup implements AutoCloseable {
   /** {@return the number of members this member saw at its last membership read} */
   public int members() {
     return member.members();
+  }
+
+  /**
+   * Returns this member's fair share at its last membership read, ceil(keys / members): with {@link
+   * #heldCount()} it says whether the group is balanced (a member above it yields the surplus at
+   * its next round, one below takes free keys), and a {@link LeaderWatch} on the keys shows each
+   * move as it happens.
+   *
+   * @return the share; all keys before the first read
+   */
+  public int fairShare() {
+    return dev.retsu.lock.internal.group.Rebalancer.quota(
+        settings.keys().size(), Math.max(1, member.members()));
   }
 
   /**
@@ -302,6 +352,12 @@ public final class LeaderGroup implements AutoCloseable {
   public void start(LeaderTask task) {
     Objects.requireNonNull(task, "task");
     lifecycle.start("A LeaderGroup starts once", settings.context());
+    LeaderWatch watch = settings.term().watch();
+    if (watch != null) {
+      for (LockKey k : settings.keys()) {
+        watching.add(watch.watch(k, core.listeners()::leaderChanged));
+      }
+    }
     member.start(task);
   }
 
@@ -315,6 +371,7 @@ public final class LeaderGroup implements AutoCloseable {
     if (lifecycle.phase() == Lifecycle.Phase.NEW) {
       lifecycle.close();
     }
+    watching.forEach(LeaderWatch.Registration::close);
     if (member.stop()) {
       lifecycle.close();
       LOG.info("{} Leader group closed", settings.context());

@@ -60,4 +60,14 @@ public interface LeaderListener {
    * @param cause the failure, or null for {@link LossReason#CLOSED}
    */
   default void onLost(Term term, LossReason reason, Throwable cause) {}
+
+  /**
+   * The key's leader changed, this candidate or another (client-go's {@code OnNewLeader}): heard
+   * only by a loop or group built with {@link TermOptionsBuilder#leaderWatch}, from that watch's
+   * thread, serialised with this listener's other calls. See {@link LeaderWatch} for the order and
+   * the bounds.
+   *
+   * @param change the new leader, or nobody
+   */
+  default void onLeaderChanged(LeaderChange change) {}
 }

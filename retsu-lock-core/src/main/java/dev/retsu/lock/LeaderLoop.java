@@ -1,5 +1,6 @@
 package dev.retsu.lock;
 
+import dev.retsu.lock.internal.Checks;
 import dev.retsu.lock.internal.Lifecycle;
 import dev.retsu.lock.internal.loop.LoopSettings;
 import dev.retsu.lock.internal.loop.LoopTerm;
@@ -83,6 +84,7 @@ public final class LeaderLoop implements AutoCloseable {
   private final CountDownLatch finished = new CountDownLatch(1);
   private volatile LoopTerm current;
   private volatile Thread runner;
+  private volatile Duration cooldown = Duration.ZERO;
   private long termCounter;
 
   LeaderLoop(LoopSettings settings) {
@@ -203,7 +205,7 @@ public final class LeaderLoop implements AutoCloseable {
    */
   public boolean isLeader() {
     LoopTerm t = current;
-    return t != null && t.state().isLeader();
+    return t != null && t.state().isHeld() && t.state().isLeader();
   }
 
   /**
@@ -213,7 +215,48 @@ public final class LeaderLoop implements AutoCloseable {
    */
   public Optional<Term> currentTerm() {
     LoopTerm t = current;
-    return t == null || t.state().ended() ? Optional.empty() : Optional.of(t.state().term());
+    return t == null || !t.state().isHeld() ? Optional.empty() : Optional.of(t.state().term());
+  }
+
+  /**
+   * Returns this candidate's own term as a {@link LeaderInfo}, while it leads: its backend pid and
+   * database, when the term started, the start of the last round trip that proved its session alive
+   * ({@code lastRenewal}), its self-fencing deadline ({@code validUntil}: it stops acting by then
+   * unless a round trip succeeds), the term's number and its fencing token. No I/O.
+   *
+   * @return the info, or empty when not leading (also during a {@code takeoverDelay})
+   */
+  public Optional<LeaderInfo> leaderInfo() {
+    LoopTerm t = current;
+    if (t == null || !t.state().isHeld()) {
+      return Optional.empty();
+    }
+    return Optional.of(LeaderInfo.ofTerm(t.state().term(), t.session()));
+  }
+
+  /**
+   * Hands leadership over: when this candidate leads, its term ends in the graceful order (the
+   * running refresh interrupted and awaited, {@code onLost} with {@link LossReason#YIELDED}, a
+   * {@code released} notice, then the release), and the loop does not contend again for {@code
+   * cooldown}; it stays a candidate. A WAIT standby elsewhere is granted the key the moment it is
+   * released. Returns once the lock is released (within {@code closeTimeout}), or at once when
+   * called from the task itself, which should then return.
+   *
+   * @param cooldown how long not to contend: zero or positive
+   * @return true if this call ended a term; false when not leading
+   */
+  public boolean yield(Duration cooldown) {
+    Checks.nonNegative("cooldown", cooldown);
+    LoopTerm t = current;
+    if (t == null || !t.state().isHeld()) {
+      return false;
+    }
+    this.cooldown = cooldown;
+    boolean yielded = t.yieldTerm();
+    if (yielded) {
+      LOG.info("{} Yielded leadership; not contending for {}", context, cooldown);
+    }
+    return yielded;
   }
 
   /**
@@ -282,6 +325,10 @@ public final class LeaderLoop implements AutoCloseable {
     runner = Thread.currentThread();
     LOG.info("{} Leader loop started ({})", context, settings.summary());
     SessionWatchdog watchdog = SessionWatchdog.start(settings.term().time(), candidateId());
+    LeaderWatch.Registration watching =
+        settings.term().watch() == null
+            ? null
+            : settings.term().watch().watch(key(), listeners::leaderChanged);
     try {
       contend(task, watchdog);
       lifecycle.close();
@@ -290,6 +337,9 @@ public final class LeaderLoop implements AutoCloseable {
       LOG.error("{} Leader loop failed; this candidate no longer contends", context, e);
       throw e;
     } finally {
+      if (watching != null) {
+        watching.close();
+      }
       watchdog.stop();
       standby.close();
       runner = null;
@@ -328,10 +378,29 @@ public final class LeaderLoop implements AutoCloseable {
       }
       termCounter++;
       current = term;
-      LossReason reason = term.lead(task, since(started), listeners, watchdog, isClosing);
+      LossReason reason =
+          term.lead(
+              task,
+              since(started),
+              listeners,
+              watchdog,
+              isClosing,
+              standby.previousEndedGracefully(),
+              standby.preferredWaitingAtGrant());
       current = null;
       TermState ended = term.state();
-      if (reason == LossReason.CLOSED || !wakeup.pause(standby.afterTerm(ended))) {
+      if (reason == LossReason.CLOSED) {
+        return;
+      }
+      if (reason == LossReason.YIELDED) {
+        Duration pause = cooldown;
+        cooldown = Duration.ZERO;
+        if (!wakeup.pause(pause)) {
+          return;
+        }
+        continue;
+      }
+      if (!wakeup.pause(standby.afterTerm(ended))) {
         return;
       }
     }

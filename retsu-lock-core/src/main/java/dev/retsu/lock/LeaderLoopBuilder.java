@@ -55,6 +55,9 @@ public final class LeaderLoopBuilder extends TermOptionsBuilder<LeaderLoopBuilde
   private Duration maxBackoff = DEFAULT_MAX_BACKOFF;
   private TakeoverMode takeover = DEFAULT_TAKEOVER;
   private Duration waitTimeout = DEFAULT_WAIT_TIMEOUT;
+  private boolean preferred;
+  private Duration takeoverDelay = Duration.ZERO;
+  private boolean takeoverDelayFromSelfFence;
 
   LeaderLoopBuilder(DataSource dataSource, LockKey key) {
     super(dataSource, DEFAULT_REFRESH_TIMEOUT);
@@ -150,6 +153,54 @@ public final class LeaderLoopBuilder extends TermOptionsBuilder<LeaderLoopBuilde
   }
 
   /**
+   * Marks this candidate preferred: its standby waits in the server's queue ({@link
+   * TakeoverMode#WAIT}, whatever {@link #takeover} says) on a session whose {@code
+   * application_name} is {@code retsu-lock-preferred:<candidate>}, and a leader that is not
+   * preferred hands over to it at its next refresh ({@link LossReason#YIELDED}: its work stops,
+   * {@code onLost}, then the release, which the server grants to the waiting preferred session
+   * first). A preferred leader never yields to another preferred candidate. So WAIT and POLL act as
+   * priority tiers below it: a rolling deploy starts the new instance preferred, and it leads
+   * within one {@code refreshInterval}, before the old instance stops. Defaults to false.
+   *
+   * @param preferred whether this candidate is preferred
+   * @return this builder
+   */
+  public LeaderLoopBuilder preferred(boolean preferred) {
+    this.preferred = preferred;
+    return this;
+  }
+
+  /**
+   * Turns on the lock-delay after an abnormal loss: when a new term cannot tell that the previous
+   * one ended gracefully (a crash, a terminated session, a POLL standby, which cannot tell), it
+   * waits {@code delay} before {@code onAcquired} and its first refresh, still proving its session
+   * meanwhile; after a graceful release (a {@code released} notice for the key reached its WAIT
+   * standby's session before the grant) it does not wait. It protects downstream systems that
+   * cannot check fencing tokens: by then a previous leader that lost its session has stopped, if
+   * its {@code selfFenceAfter} is at most {@code delay}. Off by default.
+   *
+   * @param delay positive; at least the previous leader's {@code selfFenceAfter} to cover it
+   * @return this builder
+   */
+  public LeaderLoopBuilder takeoverDelay(Duration delay) {
+    this.takeoverDelay = Checks.positive("takeoverDelay", delay);
+    this.takeoverDelayFromSelfFence = false;
+    return this;
+  }
+
+  /**
+   * Turns on the lock-delay after an abnormal loss ({@link #takeoverDelay(Duration)}) with this
+   * builder's {@code selfFenceAfter} as the delay (8 seconds by default, 1 second with {@link
+   * #fastFailover()}): candidates built alike then never act while a previous leader may.
+   *
+   * @return this builder
+   */
+  public LeaderLoopBuilder takeoverDelay() {
+    this.takeoverDelayFromSelfFence = true;
+    return this;
+  }
+
+  /**
    * Builds the loop.
    *
    * @return a new loop, not yet running
@@ -164,7 +215,17 @@ public final class LeaderLoopBuilder extends TermOptionsBuilder<LeaderLoopBuilde
     String id = id();
     TermOptions term = termOptions(id);
     SessionOpener.Spec spec = spec(key, Diagnostics.context(key, id), term);
+    Duration delay = takeoverDelayFromSelfFence ? term.selfFenceAfter() : takeoverDelay;
     return new LoopSettings(
-        term, spec, retryInterval, retryJitter, failurePolicy, maxBackoff, takeover, waitTimeout);
+        term,
+        spec,
+        retryInterval,
+        retryJitter,
+        failurePolicy,
+        maxBackoff,
+        preferred ? TakeoverMode.WAIT : takeover,
+        waitTimeout,
+        preferred,
+        delay);
   }
 }

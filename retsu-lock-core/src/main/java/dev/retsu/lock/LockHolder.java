@@ -1,5 +1,6 @@
 package dev.retsu.lock;
 
+import dev.retsu.lock.internal.session.Notices;
 import java.time.Instant;
 import java.util.Optional;
 
@@ -10,7 +11,8 @@ import java.util.Optional;
  *
  * @param pid the holder's backend pid ({@code pg_terminate_backend(pid)} evicts it)
  * @param applicationName the holder's {@code application_name}; retsu-lock sets {@code
- *     retsu-lock:<candidate id>}
+ *     retsu-lock:<candidate id>}, and {@code retsu-lock:<candidate id>#<timeline>/<xid>} from the
+ *     statement that takes a term's fencing token on
  * @param user the holder's database user, or null if not visible
  * @param clientAddress the holder's client address, if visible
  * @param since when the holder's session started, if visible
@@ -31,10 +33,18 @@ public record LockHolder(
    * @return the candidate id from the application name
    */
   public Optional<String> candidateId() {
-    if (applicationName != null
-        && applicationName.startsWith(AdvisoryLock.APPLICATION_NAME_PREFIX)) {
-      return Optional.of(applicationName.substring(AdvisoryLock.APPLICATION_NAME_PREFIX.length()));
-    }
-    return Optional.empty();
+    return Notices.parseName(applicationName)
+        .filter(n -> !n.preferred())
+        .map(Notices.Name::candidateId);
+  }
+
+  /**
+   * Returns the fencing token of the holder's term, when it is a leader's session that took one (it
+   * shows it in its {@code application_name}).
+   *
+   * @return the token
+   */
+  public Optional<FencingToken> fencingToken() {
+    return Notices.parseName(applicationName).flatMap(Notices.Name::token);
   }
 }

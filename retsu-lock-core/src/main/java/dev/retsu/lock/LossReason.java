@@ -4,6 +4,12 @@ package dev.retsu.lock;
 public enum LossReason {
   /** Closed on purpose: the lease or loop was closed, or the thread interrupted. */
   CLOSED,
+  /**
+   * Handed over on purpose: {@code LeaderLoop.yield}, {@code LeaderGroup.yield}, or a non-preferred
+   * leader that found a preferred candidate waiting. Ended in the graceful order (work stopped,
+   * {@code onLost}, a {@code released} notice, then the release); the candidate stays one.
+   */
+  YIELDED,
   /** A refresh (one run of the leader task) threw. */
   REFRESH_FAILED,
   /**

@@ -72,6 +72,7 @@ public abstract class TermOptionsBuilder<B extends TermOptionsBuilder<B>> {
   boolean failFast = true;
   final List<LeaderListener> listeners = new ArrayList<>();
   TimeSource time = TimeSource.SYSTEM;
+  LeaderWatch watch;
 
   TermOptionsBuilder(DataSource dataSource, Duration defaultRefreshTimeout) {
     this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -231,6 +232,19 @@ public abstract class TermOptionsBuilder<B extends TermOptionsBuilder<B>> {
   }
 
   /**
+   * Makes the listeners hear {@link LeaderListener#onLeaderChanged} for this recipe's key (a
+   * group's: every key) from {@code watch}, which the caller opens (one per process and data source
+   * serves every loop and group) and closes after the recipe. Off by default: no watch session.
+   *
+   * @param watch an open watch
+   * @return this builder
+   */
+  public B leaderWatch(LeaderWatch watch) {
+    this.watch = Objects.requireNonNull(watch, "watch");
+    return self();
+  }
+
+  /**
    * The fast-failover settings: a partitioned, paused or vanished leader is replaced within about 3
    * seconds instead of about 11, with the same guarantee (the leader fences itself before the
    * server can free its lock). The server ends the leader's session after 2 seconds of silence
@@ -309,6 +323,7 @@ public abstract class TermOptionsBuilder<B extends TermOptionsBuilder<B>> {
         closeTimeout,
         failFast,
         listeners,
-        time);
+        time,
+        watch);
   }
 }

@@ -44,7 +44,11 @@ class DocsSnippetsTest {
             "core/holder",
             "core/leader-loop",
             "core/leader-loop-close",
-            "core/wait-mode");
+            "core/wait-mode",
+            "core/watch",
+            "core/fenced-write",
+            "core/rolling-deploy",
+            "core/yield");
   }
 
   @Test

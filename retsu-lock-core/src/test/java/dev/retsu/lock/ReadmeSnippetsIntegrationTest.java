@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -183,5 +185,82 @@ class ReadmeSnippetsIntegrationTest {
       // end-snippet
       assertThat(lock.currentHolder()).map(LockHolder::pid).contains(held.backendPid());
     }
+  }
+
+  @Test
+  void whoLeadsHandOverAndFencedWrites(TestDatabase db) throws Exception {
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS invoices (id int, state text); DELETE FROM invoices;"
+            + " INSERT INTO invoices VALUES (1, 'queued')");
+    DataSource dataSource = db.dataSource();
+    java.util.List<LeaderChange> heard = new java.util.concurrent.CopyOnWriteArrayList<>();
+    LeaderLoop loop =
+        LeaderLoop.builder(dataSource, LockKey.named("billing", "send-invoices"))
+            .candidateId("billing-v1")
+            .takeover(TakeoverMode.WAIT)
+            .refreshInterval(Duration.ofMillis(100))
+            .build();
+    loop.start(ctx -> ctx.ensureLeader());
+    org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20)).until(loop::isLeader);
+    // snippet:core/watch
+    LeaderWatch watch = LeaderWatch.open(dataSource); // one per process: every key, one session
+    watch.watch(
+        LockKey.named("billing", "send-invoices"),
+        change ->
+            System.out.println(
+                change.cause()
+                    + ": "
+                    + change
+                        .leader()
+                        .map(
+                            i ->
+                                i.candidateId() + " (pid " + i.pid() + ", token " + i.token() + ")")
+                        .orElse("nobody leads")));
+    // end-snippet
+    watch.watch(LockKey.named("billing", "send-invoices"), heard::add);
+    org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20)).until(() -> !heard.isEmpty());
+    assertThat(heard.get(0).leader().map(LeaderInfo::candidateId)).contains("billing-v1");
+
+    // snippet:core/fenced-write
+    LockKey key = LockKey.named("billing", "send-invoices");
+    FencingToken token = loop.currentTerm().orElseThrow().fencingToken(); // as the leader passed it
+    int changed;
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "UPDATE invoices SET state = 'sent' WHERE id = ? AND "
+                    + FencingSql.isCurrent(key, token))) {
+      ps.setLong(1, 1);
+      changed = ps.executeUpdate(); // 0 once the term that took this token is over
+    }
+    // end-snippet
+    assertThat(changed).isEqualTo(1);
+
+    // snippet:core/rolling-deploy
+    // The new instance is preferred: the old leader hands over at its next refresh.
+    LeaderLoop next =
+        LeaderLoop.builder(dataSource, LockKey.named("billing", "send-invoices"))
+            .candidateId("billing-v2")
+            .preferred(true)
+            .build();
+    next.start(ctx -> ctx.ensureLeader());
+    // end-snippet
+    org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20)).until(next::isLeader);
+    assertThat(loop.isLeader()).isFalse();
+    // snippet:core/yield
+    boolean handedOver = next.yield(Duration.ofMinutes(1)); // stays a candidate, out for a minute
+    // end-snippet
+    assertThat(handedOver).isTrue();
+    org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(20)).until(loop::isLeader);
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "UPDATE invoices SET state = 'again' WHERE id = 1 AND "
+                    + FencingSql.isCurrent(key, token))) {
+      assertThat(ps.executeUpdate()).as("the stale token").isZero();
+    }
+    next.close();
+    loop.close();
+    watch.close();
   }
 }

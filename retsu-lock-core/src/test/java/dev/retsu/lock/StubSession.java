@@ -216,11 +216,21 @@ final class StubSession implements Session {
   }
 
   @Override
-  public FencingToken fencingToken() throws SQLException {
+  public FencingToken fencingToken(List<LockKey> announce) throws SQLException {
     if (tokenFailure != null) {
       throw tokenFailure;
     }
     return new FencingToken(1, XID.incrementAndGet());
+  }
+
+  @Override
+  public int preferredWaiting() {
+    return 0;
+  }
+
+  @Override
+  public void released(List<String> payloads) {
+    log.add("notified " + payloads.size() + " released");
   }
 
   @Override

@@ -81,6 +81,7 @@ class TermEndTest {
             "interrupted, leader false",
             "task returns",
             "onLost CLOSED, lease open",
+            "notified 1 released",
             "released");
     assertThat(heard.kinds()).containsExactly("attempt", "acquired", "lost");
   }

@@ -96,7 +96,8 @@ class TermProtocolTest {
               Duration.ofSeconds(2),
               true,
               List.of(),
-              time);
+              time,
+              null);
       TermListeners listeners = new TermListeners(List.of(heard, logsOnLost()), "[unit]");
       worker =
           new SessionWorker(
@@ -186,6 +187,7 @@ class TermProtocolTest {
     for (int i = 0; i < shape.keys; i++) {
       expected.add("onLost " + i + " CLOSED");
     }
+    expected.add("notified " + shape.keys + " released"); // before the release, never after
     expected.add("released");
     assertThat(log).containsExactlyElementsOf(expected);
     assertThat(heard.kinds().subList(0, shape.keys)).containsOnly("acquired");

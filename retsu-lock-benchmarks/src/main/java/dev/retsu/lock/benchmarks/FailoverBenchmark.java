@@ -485,7 +485,7 @@ final class FailoverBenchmark {
           pid > 0
               ? "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE pid = ?"
               : "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
-                  + " WHERE application_name = ?";
+                  + " WHERE split_part(application_name, '#', 1) = ?";
       try (PreparedStatement ps = c.prepareStatement(sql)) {
         if (pid > 0) {
           ps.setInt(1, pid);

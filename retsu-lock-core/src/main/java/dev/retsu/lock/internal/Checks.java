@@ -36,6 +36,21 @@ public final class Checks {
   }
 
   /**
+   * Zero or positive, and at most {@link #MAX_DURATION}.
+   *
+   * @param name the option's name, for the message
+   * @param d the value
+   * @return {@code d}
+   */
+  public static Duration nonNegative(String name, Duration d) {
+    Objects.requireNonNull(d, name);
+    if (d.isNegative()) {
+      throw new IllegalArgumentException(name + " must be zero or positive, but was " + d);
+    }
+    return atMostMax(name, d);
+  }
+
+  /**
    * At least {@code min} and at most {@link #MAX_DURATION}.
    *
    * @param name the option's name

@@ -130,4 +130,46 @@ class ReplicaFailoverIntegrationTest {
     assertThat(after.fencingToken().isNewerThan(before.fencingToken())).isTrue();
     assertThat(a.lost).doesNotContain(LossReason.HOT_STANDBY_DETECTED);
   }
+
+  @org.junit.jupiter.api.Test
+  void theSqlTokenCheckRejectsTheOldLeadersTokenOnThePromotedReplica() throws Exception {
+    String both =
+        "jdbc:postgresql://127.0.0.1:"
+            + primary.port()
+            + ",127.0.0.1:"
+            + standby.port()
+            + "/postgres?targetServerType=primary";
+    RecordingTerms a = new RecordingTerms();
+    loop(both, "sql-check", a, TakeoverMode.WAIT).start(ctx -> {});
+    await().atMost(WITHIN).until(() -> a.acquired.size() == 1);
+    LockKey key = LockKey.named("retsu-test", "replica");
+    dev.retsu.lock.FencingToken old = a.acquired.get(0).fencingToken();
+    try (Connection c = primary.connect("postgres");
+        Statement s = c.createStatement();
+        java.sql.ResultSet rs =
+            s.executeQuery("SELECT " + dev.retsu.lock.FencingSql.isCurrent(key, old))) {
+      rs.next();
+      assertThat(rs.getBoolean(1)).as("current on the primary").isTrue();
+    }
+
+    primary.stop(ShutdownMode.IMMEDIATE); // the primary dies; the replica is promoted
+    try (Connection c = standby.connect("postgres");
+        Statement s = c.createStatement()) {
+      s.execute("SELECT pg_promote(true, 60)");
+    }
+    await().atMost(WITHIN).until(() -> a.acquired.size() >= 2);
+    dev.retsu.lock.FencingToken now = a.acquired.get(a.acquired.size() - 1).fencingToken();
+    try (Connection c = standby.connect("postgres");
+        Statement s = c.createStatement();
+        java.sql.ResultSet rs =
+            s.executeQuery(
+                "SELECT "
+                    + dev.retsu.lock.FencingSql.isCurrent(key, old)
+                    + ", "
+                    + dev.retsu.lock.FencingSql.isCurrent(key, now))) {
+      rs.next();
+      assertThat(rs.getBoolean(1)).as("the stale token after the failover").isFalse();
+      assertThat(rs.getBoolean(2)).as("the new term's token").isTrue();
+    }
+  }
 }

@@ -27,9 +27,9 @@ import java.util.function.BiPredicate;
  *       that frees the lock on the server was injected into it: no kill, termination, restart,
  *       partition, pause, server timeout or user unlock) still acts, or is not yet reported lost,
  *       when the next term is acquired. Its span ends at its last EFFECT or CHECK, and at its LOST
- *       event when the client ended it itself (CLOSED, REFRESH_FAILED, REFRESH_TIMED_OUT: listeners
- *       are told before the lock is released). E.g. a graceful close() that releases the lock while
- *       the task still runs;
+ *       event when the client ended it itself (CLOSED, YIELDED, REFRESH_FAILED, REFRESH_TIMED_OUT:
+ *       listeners are told before the lock is released). E.g. a graceful close() that releases the
+ *       lock while the task still runs;
  *   <li><b>tokens</b> strictly increase from term to term, in the order terms start;
  *   <li><b>reasons</b>: every term of a candidate that was not killed ends with a LOST event, and
  *       no CHECK follows its LOST.
@@ -48,7 +48,7 @@ import java.util.function.BiPredicate;
 public final class TermChecker {
 
   private static final Set<String> CLIENT_ENDED =
-      Set.of("CLOSED", "REFRESH_FAILED", "REFRESH_TIMED_OUT");
+      Set.of("CLOSED", "YIELDED", "REFRESH_FAILED", "REFRESH_TIMED_OUT");
 
   /**
    * One event a candidate reported.

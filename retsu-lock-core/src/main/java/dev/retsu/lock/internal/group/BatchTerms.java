@@ -104,7 +104,7 @@ final class BatchTerms {
   private static FencingToken token(SessionOpener.Spec spec, SessionWorker w, List<LockKey> granted)
       throws SQLException, ProofException {
     try {
-      return w.session().fencingToken();
+      return w.session().fencingToken(granted);
     } catch (SQLException e) {
       if (Diagnostics.isSessionLost(e.getSQLState())) {
         throw e;

@@ -176,12 +176,16 @@ public final class Coordinator implements Runnable {
       rebalancer.sweepAgain(); // the departed member's sessions may end one after another
     }
     BitSet held = core.heldSet();
-    List<Integer> surplus = rebalancer.surplus(held);
+    BitSet handedOff = core.handedOff(time.nanoTime());
+    BitSet counted = (BitSet) held.clone();
+    counted.andNot(handedOff); // a key another member yielded is held above the quota for now
+    List<Integer> surplus = rebalancer.surplus(counted);
     if (!surplus.isEmpty()) {
       yieldSurplus(surplus);
       return;
     }
-    takeUpToQuota(rebalancer.roundBudget(held.cardinality(), MIN_TRIES_PER_ROUND));
+    takeHandedOff(handedOff, held);
+    takeUpToQuota(rebalancer.roundBudget(counted.cardinality(), MIN_TRIES_PER_ROUND));
   }
 
   private boolean below() {
@@ -241,6 +245,22 @@ public final class Coordinator implements Runnable {
         members);
   }
 
+  /** Tries the keys other members yielded and cool down from, whatever the quota. */
+  private void takeHandedOff(BitSet handedOff, BitSet held) {
+    List<LockKey> keys = new ArrayList<>();
+    long at = time.nanoTime();
+    for (int i = handedOff.nextSetBit(0); i >= 0; i = handedOff.nextSetBit(i + 1)) {
+      LockKey k = core.settings().keys().get(i);
+      if (!held.get(i) && core.mayTake(k, at)) { // not the one this member yielded itself
+        keys.add(k);
+      }
+    }
+    SessionSlot target = leastLoaded();
+    if (!keys.isEmpty() && target != null) {
+      await(target.tryKeys(keys, keys.size()));
+    }
+  }
+
   /** A sweep of the whole ring after a change, a few hundred keys at rest (see Rebalancer). */
   private void takeUpToQuota(int budget) {
     while (budget > 0 && !core.closing()) {
@@ -264,7 +284,14 @@ public final class Coordinator implements Runnable {
       int share = (rebalancer.quota() + slots.size() - 1) / slots.size();
       int load = target.heldCount();
       int limit = load < share ? Math.min(missing, share - load) : missing;
-      List<LockKey> granted = await(target.tryKeys(keys, limit));
+      List<LockKey> wanted = new ArrayList<>(keys.size());
+      long at = time.nanoTime();
+      for (LockKey k : keys) {
+        if (core.mayTake(k, at)) {
+          wanted.add(k); // not a key this member yielded and cools down from
+        }
+      }
+      List<LockKey> granted = wanted.isEmpty() ? List.of() : await(target.tryKeys(wanted, limit));
       if (granted == null) {
         return;
       }

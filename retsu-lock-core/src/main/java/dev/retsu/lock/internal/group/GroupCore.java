@@ -24,6 +24,8 @@ public final class GroupCore {
   private final Membership membership;
   private final Map<LockKey, Integer> index = new HashMap<>();
   private final AtomicLongArray termNumbers;
+  private final AtomicLongArray cooldownUntil;
+  private final AtomicLongArray handOffUntil;
   private final Map<LockKey, TermState> owned = new ConcurrentHashMap<>();
   private final AtomicBoolean closing = new AtomicBoolean();
   private final AtomicLong rebalances = new AtomicLong();
@@ -44,6 +46,8 @@ public final class GroupCore {
       index.put(settings.keys().get(i), i);
     }
     this.termNumbers = new AtomicLongArray(settings.keys().size());
+    this.cooldownUntil = new AtomicLongArray(settings.keys().size());
+    this.handOffUntil = new AtomicLongArray(settings.keys().size());
   }
 
   /** The settings. */
@@ -81,6 +85,11 @@ public final class GroupCore {
     return closing.compareAndSet(false, true);
   }
 
+  /** Whether a key is one of the group's. */
+  public boolean hasKey(LockKey key) {
+    return index.containsKey(key);
+  }
+
   /** A key's position in the group's order. */
   public int indexOf(LockKey key) {
     return index.get(key);
@@ -89,6 +98,40 @@ public final class GroupCore {
   /** The next term number of a key. */
   long nextTermNumber(LockKey key) {
     return termNumbers.incrementAndGet(index.get(key));
+  }
+
+  /** This member does not take {@code key} again before {@code untilNanos} (a yield). */
+  public void coolDown(LockKey key, long untilNanos) {
+    cooldownUntil.set(index.get(key), untilNanos);
+  }
+
+  /** Whether this member may take the key at {@code nowNanos}. */
+  boolean mayTake(LockKey key, long nowNanos) {
+    long until = cooldownUntil.get(index.get(key));
+    return until == 0 || nowNanos - until >= 0;
+  }
+
+  /**
+   * Another member yielded the key at position {@code index} and cools down from it until {@code
+   * untilNanos}: until then this member takes it even above its quota and does not count it as
+   * surplus, so that a yielded key is not left unowned while the group is balanced.
+   */
+  void handOff(int index, long untilNanos) {
+    if (index >= 0 && index < handOffUntil.length()) {
+      handOffUntil.set(index, untilNanos);
+    }
+  }
+
+  /** The positions of keys handed off by another member and still in their window. */
+  BitSet handedOff(long nowNanos) {
+    BitSet out = new BitSet(handOffUntil.length());
+    for (int i = 0; i < handOffUntil.length(); i++) {
+      long until = handOffUntil.get(i);
+      if (until != 0 && nowNanos - until < 0) {
+        out.set(i);
+      }
+    }
+    return out;
   }
 
   /** The live terms of this member, by key. */

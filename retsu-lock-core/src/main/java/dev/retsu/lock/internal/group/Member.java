@@ -8,6 +8,7 @@ import dev.retsu.lock.UnsafeSessionException;
 import dev.retsu.lock.internal.Lifecycle;
 import dev.retsu.lock.internal.term.SessionWatchdog;
 import dev.retsu.lock.internal.term.SessionWorker;
+import dev.retsu.lock.internal.term.TermState;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -212,6 +213,45 @@ public final class Member implements SessionSlot.Events {
       watch.leave(); // the keys are released: the others take them over at once
     }
     return true;
+  }
+
+  /**
+   * Releases one key gracefully to hand it over ({@link LossReason#YIELDED}) and does not take it
+   * again for {@code cooldownNanos}; waits for the release, bounded.
+   *
+   * @return true if a term of it ended
+   */
+  public boolean yieldKey(LockKey key, long cooldownNanos) {
+    TermState t = core.owned().get(key);
+    if (t == null || !t.isHeld()) {
+      return false;
+    }
+    core.coolDown(key, settings.term().time().nanoTime() + cooldownNanos);
+    for (SessionSlot s : slots) {
+      SessionWorker w = s.worker();
+      if (w != null && w.terms().get(key) == t) {
+        try {
+          Integer n =
+              s.release(List.of(key), LossReason.YIELDED)
+                  .get(
+                      settings.term().closeTimeout().toMillis()
+                          + settings.term().roundTripTimeout().toMillis(),
+                      TimeUnit.MILLISECONDS);
+          boolean released = n != null && n > 0;
+          if (released && watch != null) {
+            watch.yielded(core.indexOf(key), TimeUnit.NANOSECONDS.toMillis(cooldownNanos));
+          }
+          return released;
+        } catch (ExecutionException | java.util.concurrent.TimeoutException e) {
+          LOG.warn("{} Yielding {} did not finish: {}", settings.context(), key, e.toString());
+          return false;
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          return false;
+        }
+      }
+    }
+    return false;
   }
 
   /** Every live session's pid and keys (tests read it). */

@@ -43,6 +43,8 @@ final class MemberWatch implements Runnable {
   private volatile int own = -1;
   private volatile int previous = -1;
   private volatile String pending;
+  private final java.util.concurrent.ConcurrentLinkedQueue<String> notices =
+      new java.util.concurrent.ConcurrentLinkedQueue<>();
 
   MemberWatch(GroupCore core, int namespace, Runnable roundNow) {
     this.core = core;
@@ -117,6 +119,15 @@ final class MemberWatch implements Runnable {
   }
 
   /**
+   * Tells the others this member yielded the key at {@code index} and does not take it for {@code
+   * cooldownMillis}: they take it even above their quota meanwhile.
+   */
+  void yielded(int index, long cooldownMillis) {
+    notices.add("yielded:" + index + ":" + cooldownMillis);
+    wakeup.wakeAll();
+  }
+
+  /**
    * Tells the others this member left, once its keys are released, then ends the watch session.
    * From the stopping thread; never throws.
    */
@@ -187,7 +198,15 @@ final class MemberWatch implements Runnable {
         wakeup.await(intervalMillis * 1_000_000L, () -> false); // no pgjdbc: looks only
       } else if (notes.length > 0) {
         LOG.debug("{} Notice from the group: {}", spec.context(), notes[0].getParameter());
+        for (PGNotification n : notes) {
+          handOff(n.getParameter());
+        }
         roundNow.run();
+      }
+      String notice;
+      while ((notice = notices.poll()) != null) {
+        String text = notice;
+        s.call(c -> notify(c, text));
       }
       String announce = pending;
       if (announce != null) {
@@ -201,6 +220,21 @@ final class MemberWatch implements Runnable {
         s.call(c -> notify(c, "gone:" + before));
         roundNow.run();
       }
+    }
+  }
+
+  /** A {@code yielded:<index>:<cooldownMillis>} notice of another member: a hand-off window. */
+  private void handOff(String notice) {
+    if (notice == null || !notice.startsWith("yielded:")) {
+      return;
+    }
+    String[] f = notice.split(":");
+    try {
+      core.handOff(
+          Integer.parseInt(f[1]),
+          core.settings().term().time().nanoTime() + Long.parseLong(f[2]) * 1_000_000L);
+    } catch (RuntimeException e) {
+      LOG.debug("{} Ignored the notice {}: {}", spec.context(), notice, e.toString());
     }
   }
 

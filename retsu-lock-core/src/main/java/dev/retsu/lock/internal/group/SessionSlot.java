@@ -243,13 +243,18 @@ public final class SessionSlot implements Runnable, SessionWorker.Owner {
 
   /** Releases keys gracefully (their work stopped, onLost, one unlock); completes with how many. */
   public CompletableFuture<Integer> release(List<LockKey> keys) {
+    return release(keys, LossReason.CLOSED);
+  }
+
+  /** Releases keys gracefully for {@code why}; completes with how many. */
+  public CompletableFuture<Integer> release(List<LockKey> keys, LossReason why) {
     return job(
         w -> {
           int n = 0;
           for (LockKey k : keys) {
             TermState t = w.terms().get(k);
             if (t != null && !t.ended()) {
-              w.endTerm(t, LossReason.CLOSED, null);
+              w.endTerm(t, why, null);
               n++;
             }
           }

@@ -5,6 +5,7 @@ import dev.retsu.lock.FencingToken;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.internal.TimeSource;
 import dev.retsu.lock.internal.session.KeySql;
+import dev.retsu.lock.internal.session.Notices;
 import dev.retsu.lock.internal.session.PgSession;
 import dev.retsu.lock.internal.session.Refusals;
 import dev.retsu.lock.internal.session.Session;
@@ -41,12 +42,32 @@ public final class LockWaiter implements AutoCloseable {
 
   private static final Logger LOG = LoggerFactory.getLogger(LockWaiter.class);
 
+  /**
+   * The longest wait for the grant's own {@code acquired} notice (it comes within a millisecond):
+   * past it the previous term's end counts as not graceful.
+   */
+  private static final int OWN_NOTICE_MILLIS = 1000;
+
   private final SessionOpener.Spec spec;
   private final Session session;
   private final Duration waitTimeout;
   private final String originalLockTimeout;
   private final String originalStatementTimeout;
   private final boolean walTimeline;
+  private final boolean listens;
+  private final String keyId;
+
+  /** Whether the last notice about this key from another session was {@code released}. */
+  private boolean lastReleased;
+
+  /** Whether to look, in the grant's statement, for a preferred candidate waiting behind. */
+  private volatile boolean lookForPreferred;
+
+  /** The pid of a preferred candidate's session waiting behind the last grant, or 0. */
+  private volatile int preferredAtGrant;
+
+  /** Whether the previous term ended gracefully, as the last grant showed (see {@link #open}). */
+  private volatile boolean previousGraceful;
 
   /** Set once: by the grant (the session is the caller's) or by close (it is ended). */
   private final AtomicBoolean settled = new AtomicBoolean();
@@ -60,8 +81,11 @@ public final class LockWaiter implements AutoCloseable {
       Duration waitTimeout,
       String lockTimeout,
       String statementTimeout,
-      boolean walTimeline) {
+      boolean walTimeline,
+      boolean listens) {
     this.spec = spec;
+    this.listens = listens;
+    this.keyId = Notices.keyId(spec.key());
     this.session = session;
     this.waitTimeout = waitTimeout;
     this.originalLockTimeout = lockTimeout;
@@ -78,6 +102,23 @@ public final class LockWaiter implements AutoCloseable {
    * @throws AdvisoryLockException when it cannot be opened or is refused
    */
   public static LockWaiter open(SessionOpener.Spec spec, Duration waitTimeout) {
+    return open(spec, waitTimeout, false);
+  }
+
+  /**
+   * Opens the waiting session; with {@code listen} it LISTENs on {@value Notices#CHANNEL} before it
+   * waits, so that a grant tells whether the previous term ended gracefully ({@link
+   * #previousEndedGracefully}). A backend delivers notifications only when idle, right after the
+   * grant's answer; the grant's own {@code acquired} notice comes after every notice committed
+   * before it, so reading up to it sees the previous holder's {@code released} if there was one.
+   *
+   * @param spec how to open it
+   * @param waitTimeout the longest single wait
+   * @param listen whether to learn how the previous term ended
+   * @return the waiter
+   * @throws AdvisoryLockException when it cannot be opened or is refused
+   */
+  public static LockWaiter open(SessionOpener.Spec spec, Duration waitTimeout, boolean listen) {
     Session s = SessionOpener.open(spec);
     try {
       Object[] armed =
@@ -85,6 +126,11 @@ public final class LockWaiter implements AutoCloseable {
               c -> {
                 String[] before = armTimeouts(c, waitTimeout);
                 boolean wal = TokenMode.walTimeline(spec.dataSource(), c, spec.context());
+                if (listen) {
+                  try (java.sql.Statement st = c.createStatement()) {
+                    st.execute("LISTEN " + Notices.CHANNEL);
+                  }
+                }
                 if (!clientKeepalives(spec, c)) {
                   LOG.debug(
                       "{} Client keepalives unavailable; a dead server is noticed after"
@@ -94,7 +140,7 @@ public final class LockWaiter implements AutoCloseable {
                 return new Object[] {before[0], before[1], wal};
               });
       return new LockWaiter(
-          spec, s, waitTimeout, (String) armed[0], (String) armed[1], (Boolean) armed[2]);
+          spec, s, waitTimeout, (String) armed[0], (String) armed[1], (Boolean) armed[2], listen);
     } catch (SQLException e) {
       s.abort();
       throw SessionOpener.failed(spec, "Opening a waiting session failed", e);
@@ -188,11 +234,19 @@ public final class LockWaiter implements AutoCloseable {
         SessionTerminator.DIRECT, (int) (waitTimeout.toMillis() + spec.roundTripMillis()));
     Wait w;
     TimeSource time = spec.time();
+    if (listens) {
+      notices(c, 0, -1, null); // what arrived while the session was idle between waits
+    }
+    String name = Notices.candidateName(spec.applicationName());
     try (PreparedStatement ps = c.prepareStatement(SessionSql.waitLock(key, walTimeline))) {
-      ps.setString(1, originalLockTimeout);
-      ps.setString(2, originalStatementTimeout);
-      ps.setString(3, spec.applicationName());
-      KeySql.bindLocks(ps, KeySql.bindArguments(ps, 4, key), key);
+      ps.setString(1, Notices.termPrefix(name));
+      ps.setString(2, keyId);
+      ps.setString(3, spec.candidateId());
+      ps.setBoolean(4, lookForPreferred);
+      ps.setString(5, originalLockTimeout);
+      ps.setString(6, originalStatementTimeout);
+      ps.setString(7, name);
+      KeySql.bindLocks(ps, KeySql.bindArguments(ps, 8, key), key);
       long sent = time.nanoTime();
       try (ResultSet rs = ps.executeQuery()) {
         long received = time.nanoTime();
@@ -202,12 +256,86 @@ public final class LockWaiter implements AutoCloseable {
         long before = locked ? (long) (rs.getDouble(11) * 1e9) : 0;
         long proofStart = sent + Math.max(0, Math.min(before, received - sent));
         w = new Wait(rs.getInt(1), rs.getBoolean(2), rs.getBoolean(3), locked, token, proofStart);
+        preferredAtGrant = locked ? rs.getInt(14) : 0;
       }
     }
     if (w.locked()) {
       c.setNetworkTimeout(SessionTerminator.DIRECT, 0);
+      if (listens) {
+        previousGraceful =
+            notices(c, Math.min(OWN_NOTICE_MILLIS, spec.roundTripMillis()), w.pid(), w.token());
+        lastReleased = false;
+      }
     }
     return w;
+  }
+
+  /**
+   * Reads the notices that arrived: with {@code ownPid}, waits up to {@code millis} for this
+   * session's own {@code acquired} notice of {@code token}, which comes after every notice
+   * committed before the grant. Returns whether the last notice about this key from another
+   * session, before the own one, was {@code released}: the previous term ended gracefully.
+   */
+  private boolean notices(Connection c, int millis, int ownPid, FencingToken token)
+      throws SQLException {
+    long deadline = System.nanoTime() + millis * 1_000_000L;
+    while (true) {
+      long left = deadline - System.nanoTime();
+      if (ownPid >= 0 && left <= 0) {
+        return false; // the own notice did not come: cannot tell
+      }
+      List<PgSession.Note> notes =
+          PgSession.notes(c, ownPid < 0 ? 0 : (int) Math.max(1, left / 1_000_000L));
+      if (notes == null) {
+        return false;
+      }
+      for (PgSession.Note n : notes) {
+        if (!Notices.CHANNEL.equals(n.channel())) {
+          continue;
+        }
+        Notices.Notice notice = Notices.parse(n.payload()).orElse(null);
+        if (notice == null || !notice.keyId().equals(keyId)) {
+          continue;
+        }
+        if (n.pid() == ownPid && notice.token().equals(token)) {
+          return lastReleased;
+        }
+        lastReleased = notice.kind() == Notices.Kind.RELEASED;
+      }
+      if (ownPid < 0) {
+        return lastReleased;
+      }
+    }
+  }
+
+  /**
+   * Whether the term of the last grant follows one that ended gracefully: a {@code released} notice
+   * for this key came before the grant, and no {@code acquired} after it. False when this waiter
+   * does not listen, or the grant's own notice did not arrive within the round-trip timeout.
+   *
+   * @return true after a graceful hand-over
+   */
+  public boolean previousEndedGracefully() {
+    return previousGraceful;
+  }
+
+  /**
+   * Makes each grant look for a preferred candidate's session waiting behind it (a standby that is
+   * not preferred: PostgreSQL grants waiters in the order they queued, so a WAIT standby that
+   * queued before a preferred one is granted first, and then hands over at once).
+   */
+  public void lookForPreferred() {
+    lookForPreferred = true;
+  }
+
+  /**
+   * The pid of a preferred candidate's session that waited behind the last grant, or 0 ({@link
+   * #lookForPreferred}).
+   *
+   * @return the pid
+   */
+  public int preferredWaitingAtGrant() {
+    return preferredAtGrant;
   }
 
   private Optional<Session> granted(Wait w) {

@@ -50,7 +50,7 @@ public final class LoopTerm {
       BooleanSupplier closing) {
     FencingToken token;
     try {
-      token = session.fencingToken();
+      token = session.fencingToken(java.util.List.of(settings.key()));
     } catch (SQLException e) {
       session.end();
       throw new AdvisoryLockException(
@@ -103,12 +103,23 @@ public final class LoopTerm {
       Duration attemptTook,
       TermListeners listeners,
       SessionWatchdog watchdog,
-      BooleanSupplier closing) {
+      BooleanSupplier closing,
+      boolean previousGraceful,
+      int preferredWaiting) {
     if (closing.getAsBoolean()) {
       worker.endNow(); // nobody heard of it: no listeners, just the lock
       return LossReason.CLOSED;
     }
     Term t = state.term();
+    if (preferredWaiting != 0) {
+      // Granted ahead of a preferred candidate that queued later: hand over before any work.
+      LOG.info(
+          "{} Granted the lock ahead of a preferred candidate (backend pid {}): handing over",
+          settings.context(),
+          preferredWaiting);
+      worker.endNow(LossReason.YIELDED);
+      return LossReason.YIELDED;
+    }
     listeners.attempt(AttemptResult.ACQUIRED, attemptTook, null);
     LOG.info(
         "{} Leadership acquired: term {}, fencing token {}, backend pid {}, database {}",
@@ -117,9 +128,21 @@ public final class LoopTerm {
         t.fencingToken(),
         t.backendPid(),
         worker.session().id().database());
-    worker.announce(state);
+    Duration delay = settings.takeoverDelay();
+    if (!delay.isZero() && !previousGraceful) {
+      // The previous term may have ended without stopping its work first (a crash, a terminated
+      // session): act only once it must have fenced itself. The worker proves the session
+      // meanwhile and announces the term at its first refresh.
+      LOG.info(
+          "{} The previous term may not have ended gracefully: first work in {} (takeoverDelay)",
+          settings.context(),
+          delay);
+      worker.delayFirstRefresh(state, delay);
+    } else {
+      worker.announce(state);
+    }
     watchdog.watch(worker);
-    worker.run(task);
+    worker.run(settings.preferred() ? task : yieldingToPreferred(task));
     if (!worker.awaitDone(settings.term().closeTimeout())) {
       // The term's end is logged after its release, which waits for onLost: say it here.
       LOG.warn(
@@ -133,6 +156,72 @@ public final class LoopTerm {
           settings.term().closeTimeout());
     }
     return state.reason() != null ? state.reason() : LossReason.CLOSED;
+  }
+
+  /**
+   * The task of a leader that is not preferred: before each refresh but the first (which comes
+   * right after a takeover, before which a waiting preferred standby would have won), one look for
+   * a preferred candidate waiting for this session's key; when one waits, the term ends ({@link
+   * LossReason#YIELDED}) instead of refreshing, and the server grants the key to that waiting
+   * session when this one ends.
+   */
+  private LeaderTask yieldingToPreferred(LeaderTask task) {
+    return new YieldingToPreferred(task, this);
+  }
+
+  /**
+   * {@link #yieldingToPreferred}'s task: a class, not a lambda, so that a takeover links nothing
+   * new ({@link WarmUp} loads it while this candidate is a standby).
+   */
+  static final class YieldingToPreferred implements LeaderTask {
+    private final LeaderTask task;
+    private final LoopTerm term;
+
+    YieldingToPreferred(LeaderTask task, LoopTerm term) {
+      this.task = task;
+      this.term = term;
+    }
+
+    @Override
+    public void refresh(dev.retsu.lock.LeaderContext ctx) throws Exception {
+      if (term.state.refreshes() == 0) {
+        task.refresh(ctx); // a preferred standby queued first would have won: no round trip now
+        return;
+      }
+      int waiting = term.worker.session().preferredWaiting();
+      if (waiting != 0) {
+        LOG.info(
+            "{} A preferred candidate waits for the key (backend pid {}): handing over",
+            term.settings.context(),
+            waiting);
+        term.worker.endTerm(term.state, LossReason.YIELDED, null);
+        return;
+      }
+      task.refresh(ctx);
+    }
+  }
+
+  /**
+   * Ends the term gracefully to hand over ({@link LossReason#YIELDED}), from any thread; waits for
+   * the release unless called from the term's own thread.
+   *
+   * @return true if this call ended the term
+   */
+  public boolean yieldTerm() {
+    if (state.ended()) {
+      return false;
+    }
+    worker.endSession(LossReason.YIELDED, null, false);
+    boolean ended = state.reason() == LossReason.YIELDED;
+    if (Thread.currentThread() != worker.thread()) {
+      worker.awaitDone(settings.term().closeTimeout());
+    }
+    return ended;
+  }
+
+  /** The term's session (its proofs give the renewal and the deadline). */
+  public dev.retsu.lock.internal.session.Session session() {
+    return worker.session();
   }
 
   /** Ends the term for the loop's close, from any thread (see {@link SessionWorker#close()}). */

@@ -38,6 +38,8 @@ public final class Standby implements AutoCloseable {
   private volatile LockWaiter waiter;
   private volatile boolean closed;
   private volatile boolean reached;
+  private volatile boolean graceful;
+  private volatile int preferredAtGrant;
   private int failedTerms;
 
   /**
@@ -69,6 +71,8 @@ public final class Standby implements AutoCloseable {
    * @throws AdvisoryLockException if the attempt failed (the waiting session is then gone)
    */
   public Optional<Session> attempt() {
+    graceful = false;
+    preferredAtGrant = 0;
     if (settings.takeover() == TakeoverMode.POLL) {
       Optional<Session> lease = poll.get();
       reached = true;
@@ -79,8 +83,13 @@ public final class Standby implements AutoCloseable {
     }
     LockWaiter w = waiter;
     if (w == null) {
-      w = LockWaiter.open(settings.spec(), settings.waitTimeout());
+      w =
+          LockWaiter.open(
+              settings.waitSpec(), settings.waitTimeout(), !settings.takeoverDelay().isZero());
       reached = true;
+      if (!settings.preferred()) {
+        w.lookForPreferred();
+      }
       waiter = w;
       if (closed) {
         w.close();
@@ -93,12 +102,34 @@ public final class Standby implements AutoCloseable {
       Optional<Session> granted = w.await();
       if (granted.isPresent()) {
         waiter = null; // its session now belongs to the term
+        graceful = w.previousEndedGracefully();
+        preferredAtGrant = w.preferredWaitingAtGrant();
       }
       return granted;
     } catch (AdvisoryLockException e) {
       waiter = null; // the waiter ended its session
       throw e;
     }
+  }
+
+  /**
+   * Whether the term the last attempt won follows one that ended gracefully, as far as this standby
+   * can tell: only a WAIT standby that listened ({@code takeoverDelay}) can.
+   *
+   * @return true after a graceful hand-over
+   */
+  public boolean previousEndedGracefully() {
+    return graceful;
+  }
+
+  /**
+   * The pid of a preferred candidate's session that waited behind the last grant (a WAIT standby
+   * that is not preferred), or 0: the term then hands over before any work.
+   *
+   * @return the pid
+   */
+  public int preferredWaitingAtGrant() {
+    return preferredAtGrant;
   }
 
   /**

@@ -54,6 +54,7 @@ public final class WarmUp {
           SessionWorker.Job.class,
           SessionWorker.Owner.class,
           LoopTerm.class,
+          LoopTerm.YieldingToPreferred.class,
           LockWaiter.class,
           SessionWatchdog.class,
           ReleasePolicy.class,

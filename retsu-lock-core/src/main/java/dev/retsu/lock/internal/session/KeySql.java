@@ -109,6 +109,21 @@ public final class KeySql {
     return index + 4;
   }
 
+  /**
+   * A key as {@code pg_locks} shows it, or null when it is not an advisory key.
+   *
+   * @param classid {@code classid} as an unsigned value
+   * @param objid {@code objid} as an unsigned value
+   * @param objsubid 1 for a bigint key, 2 for a two-part key
+   * @return the key
+   */
+  static LockKey fromPgLocks(long classid, long objid, int objsubid) {
+    if (objsubid == 1) {
+      return LockKey.of((classid << 32) | objid);
+    }
+    return objsubid == 2 ? LockKey.of((int) classid, (int) objid) : null;
+  }
+
   /** The keys among {@code expected} that a {@code pg_locks} read of the session does not show. */
   static Set<LockKey> missing(
       Collection<LockKey> expected, Long[] classids, Long[] objids, Integer[] objsubids) {

@@ -47,7 +47,9 @@ public final class LockSession implements Session {
 
   private final SessionId id;
   private final Connection conn;
-  private final SessionSettings settings;
+  private volatile SessionSettings settings;
+  private volatile FencingToken namedFor;
+  private volatile FencingToken settingsFor;
   private final TimeSource time;
   private final Proofs proofs;
   private final int roundTripMillis;
@@ -143,7 +145,7 @@ public final class LockSession implements Session {
       }
       Set<LockKey> missing;
       try {
-        missing = OwnershipProof.run(this, conn, settings, roundTripMillis);
+        missing = OwnershipProof.run(this, conn, currentSettings(), roundTripMillis);
       } catch (ProofException e) {
         listener.sessionEnded(e.reason(), e.getCause());
         throw e;
@@ -262,18 +264,45 @@ public final class LockSession implements Session {
   @Override
   public void tokenTaken(FencingToken token) {
     granted = token;
+    termNamed(token);
   }
 
   /**
-   * Takes a fencing token on this session; checks that the backend did not change. A token the
-   * winning statement took already ({@link #tokenTaken}) is returned once, without a round trip.
+   * The token statement renamed the session: proofs that re-apply settings keep the new name. Only
+   * recorded here (a takeover runs no string building); {@link #currentSettings()} makes the name.
+   */
+  private void termNamed(FencingToken token) {
+    namedFor = token;
+  }
+
+  /** The settings a proof applies again: with the term's name once a token was taken. */
+  private SessionSettings currentSettings() {
+    FencingToken token = namedFor;
+    if (token != null && token != settingsFor) {
+      settings = settings.withApplicationName(Notices.termName(candidateName(), token));
+      settingsFor = token;
+    }
+    return settings;
+  }
+
+  /** The candidate's {@code application_name} as opened, without a term's token. */
+  private String candidateName() {
+    return Notices.candidateName(settings.get("application_name"));
+  }
+
+  /**
+   * Takes a fencing token on this session; checks that the backend did not change. The same
+   * statement shows the token in the session's {@code application_name} and notifies {@code
+   * acquired} for {@code announce} ({@link Notices}). A token the winning statement took already
+   * ({@link #tokenTaken}, which named and notified too) is returned once, without a round trip.
    *
+   * @param announce the keys whose terms start with this token
    * @return the token
    * @throws SQLException when the statement failed (a changed backend is an {@link
    *     dev.retsu.lock.UnsafeSessionException})
    */
   @Override
-  public FencingToken fencingToken() throws SQLException {
+  public FencingToken fencingToken(List<LockKey> announce) throws SQLException {
     io.lock();
     try {
       if (!open.get()) {
@@ -286,8 +315,16 @@ public final class LockSession implements Session {
       }
       boolean wal = TokenMode.walTimeline(id.dataSource(), conn, id.context());
       long start = time.nanoTime();
+      String name = candidateName();
       try (PreparedStatement ps = conn.prepareStatement(SessionSql.fencingToken(wal))) {
-        ps.setString(1, settings.get("application_name"));
+        ps.setString(1, Notices.termPrefix(name));
+        ps.setString(2, id.candidateId());
+        String[] ids = new String[announce.size()];
+        for (int i = 0; i < ids.length; i++) {
+          ids[i] = Notices.keyId(announce.get(i));
+        }
+        ps.setArray(3, conn.createArrayOf("text", ids));
+        ps.setString(4, name);
         try (ResultSet rs = ps.executeQuery()) {
           rs.next();
           int pid = rs.getInt(4);
@@ -295,8 +332,61 @@ public final class LockSession implements Session {
             throw Refusals.pidChanged(id, pid);
           }
           proofs.alive(start);
-          return new FencingToken(rs.getInt(2), rs.getLong(1));
+          FencingToken token = new FencingToken(rs.getInt(2), rs.getLong(1));
+          termNamed(token);
+          return token;
         }
+      }
+    } finally {
+      io.unlock();
+    }
+  }
+
+  /**
+   * Looks for a preferred candidate's WAIT standby waiting for a lock this session holds ({@link
+   * SessionSql#preferredWaiting}); a success proves the session alive.
+   *
+   * @return its pid, or 0
+   * @throws SQLException when the statement failed
+   */
+  @Override
+  public int preferredWaiting() throws SQLException {
+    return call(
+        c -> {
+          long start = time.nanoTime();
+          int pid = SessionSql.preferredWaiting(c);
+          proofs.alive(start);
+          return pid;
+        });
+  }
+
+  /**
+   * Notifies {@code released} for terms about to be released gracefully, in one statement, before
+   * the release: a watcher learns of it at once, and a successor that waited on the key knows that
+   * the term ended gracefully. Best effort: a failure is logged at DEBUG (the release follows
+   * anyway; watchers then learn of it from their bounded check).
+   *
+   * @param payloads the notices ({@link Notices#released})
+   */
+  @Override
+  public void released(List<String> payloads) {
+    if (payloads.isEmpty()) {
+      return;
+    }
+    io.lock();
+    try {
+      if (!open.get()) {
+        return;
+      }
+      long start = time.nanoTime();
+      try (PreparedStatement ps = conn.prepareStatement(SessionSql.released())) {
+        ps.setArray(1, conn.createArrayOf("text", payloads.toArray()));
+        try (ResultSet rs = ps.executeQuery()) {
+          rs.next();
+        }
+        proofs.alive(start);
+      } catch (SQLException e) {
+        LOG.debug("{} Could not notify the release: {}", id.context(), e.toString());
       }
     } finally {
       io.unlock();

@@ -245,6 +245,44 @@ public final class PgSession {
   }
 
   /**
+   * One notification as the client received it.
+   *
+   * @param channel the channel
+   * @param pid the notifying backend's pid
+   * @param payload the payload
+   */
+  public record Note(String channel, int pid, String payload) {}
+
+  /**
+   * The notifications that arrived, waiting up to {@code millis} for one when none has (0: no wait,
+   * only what the client already received or can read without blocking).
+   *
+   * @param physical the connection
+   * @param millis how long at most
+   * @return the notifications, consumed; null if this connection cannot receive them here
+   * @throws SQLException when the session ended
+   */
+  public static java.util.List<Note> notes(Connection physical, int millis) throws SQLException {
+    PGNotification[] got;
+    if (millis > 0) {
+      got = await(physical, millis);
+    } else {
+      if (!canAwait(physical)) {
+        return null;
+      }
+      got = physical.unwrap(PGConnection.class).getNotifications();
+    }
+    if (got == null) {
+      return null;
+    }
+    java.util.List<Note> out = new java.util.ArrayList<>(got.length);
+    for (PGNotification n : got) {
+      out.add(new Note(n.getName(), n.getPID(), n.getParameter()));
+    }
+    return out;
+  }
+
+  /**
    * Whether {@link #await} can wait on this connection's socket now: pgjdbc, and no transaction
    * open (pgjdbc reads nothing inside one).
    *

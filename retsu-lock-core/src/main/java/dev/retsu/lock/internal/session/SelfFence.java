@@ -48,6 +48,16 @@ public final class SelfFence {
     return proofStart.get();
   }
 
+  /** The deadline on the wall clock, epoch milliseconds. */
+  public long wallDeadlineMillis() {
+    return wallDeadline.get();
+  }
+
+  /** The self-fencing window. */
+  public Duration window() {
+    return window;
+  }
+
   /** The monotonic deadline. */
   public long deadline() {
     return proofStart.get() + window.toNanos();

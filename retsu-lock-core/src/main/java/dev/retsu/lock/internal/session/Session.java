@@ -89,8 +89,14 @@ public interface Session {
   /** Puts the session back in autocommit after user work; true if something had to be undone. */
   boolean repairAutocommit() throws SQLException;
 
-  /** Takes a fencing token on the session. */
-  FencingToken fencingToken() throws SQLException;
+  /** Takes a fencing token on the session, naming it and announcing {@code announce}. */
+  FencingToken fencingToken(List<LockKey> announce) throws SQLException;
+
+  /** The pid of a preferred candidate's session waiting for a lock this one holds, or 0. */
+  int preferredWaiting() throws SQLException;
+
+  /** Notifies {@code released} notices before a graceful release; best effort. */
+  void released(List<String> payloads);
 
   /** Records the token the statement that won the key took; the next token call returns it. */
   void tokenTaken(FencingToken token);

@@ -44,6 +44,19 @@ public final class SessionSettings {
     return new SessionSettings(Collections.unmodifiableMap(s), marker);
   }
 
+  /**
+   * The same settings with another {@code application_name}: a term's, with its token, so that a
+   * proof that applies the settings again after {@code RESET ALL} restores the term's name.
+   *
+   * @param applicationName the new name
+   * @return the settings
+   */
+  SessionSettings withApplicationName(String applicationName) {
+    Map<String, String> s = new LinkedHashMap<>(settings);
+    s.put("application_name", applicationName);
+    return new SessionSettings(Collections.unmodifiableMap(s), marker);
+  }
+
   /** The session's marker value. */
   String marker() {
     return marker;

@@ -85,7 +85,8 @@ final class SessionSocket {
   /**
    * Waits up to {@code millis} for anything on the session's socket, holding the I/O lock for that
    * slice only. Notifications that arrive are consumed (LISTEN on a lock's session is not
-   * supported); the first time per session that happens is logged at WARN.
+   * supported); the first time per session that one on another channel than {@value
+   * Notices#CHANNEL} arrives is logged at WARN.
    *
    * @return false if this cannot wait on the socket (no pgjdbc, or inside a transaction)
    * @throws SQLException when the session ended
@@ -111,14 +112,21 @@ final class SessionSocket {
         return false;
       }
       proofs.read();
-      if (notes.length > 0 && !droppedNotifications) {
+      // The library's own channel is expected here: a WAIT standby with the lock-delay listened.
+      PGNotification foreign = null;
+      for (PGNotification n : notes) {
+        if (!Notices.CHANNEL.equals(n.getName())) {
+          foreign = n;
+        }
+      }
+      if (foreign != null && !droppedNotifications) {
         droppedNotifications = true;
         LOG.warn(
             "{} Dropped a notification on channel {} that arrived on the lock's session: the"
                 + " library waits on this session, so LISTEN on it is not supported; use another"
                 + " connection",
             id.context(),
-            notes[0].getName());
+            foreign.getName());
       }
       return true;
     } finally {

@@ -41,6 +41,14 @@ public final class SessionSql {
       ", pg_catalog.host(pg_catalog.inet_client_addr()), pg_catalog.inet_client_port(),"
           + " pg_catalog.host(pg_catalog.inet_server_addr()), pg_catalog.inet_server_port()";
 
+  /** The pid of a preferred candidate's session blocked by this one, or 0 (an int expression). */
+  private static final String PREFERRED_WAITING =
+      "coalesce((SELECT a.pid FROM pg_catalog.pg_stat_activity a WHERE"
+          + " pg_catalog.starts_with(a.application_name, '"
+          + Notices.PREFERRED_PREFIX
+          + "') AND a.datname = pg_catalog.current_database() AND pg_catalog.pg_backend_pid() ="
+          + " ANY (pg_catalog.pg_blocking_pids(a.pid)) LIMIT 1), 0)";
+
   private SessionSql() {}
 
   /**
@@ -123,10 +131,12 @@ public final class SessionSql {
    * One blocking wait under {@code lock_timeout}, and, once granted, everything a takeover needs in
    * the same round trip: pid, in_recovery, already_held, granted; then, only once granted (each
    * guarded by {@code CASE}, evaluated after the inner query took the lock): the two restored
-   * settings, the fencing token (xid8, timeline; its commit flushed, see {@link #fencingToken}) and
+   * settings, the fencing token (xid8, timeline; its commit flushed, see {@link #fencingToken}),
    * the seconds the server spent in the statement before the token (its own clock, for the proof of
-   * liveness). While it waits, no xid is assigned and nothing is written. The already-held check
-   * runs in the same statement, before every wait. Binds: lock_timeout, statement_timeout to
+   * liveness), the term's {@code application_name} (the token in it, {@link Notices}) and the
+   * {@code acquired} notice, delivered at the token's commit. While it waits, no xid is assigned
+   * and nothing is written. The already-held check runs in the same statement, before every wait.
+   * Binds: the term name's prefix, the key id, the candidate; lock_timeout, statement_timeout to
    * restore; the token's message; key arguments; key locks.
    *
    * @param key the key
@@ -135,23 +145,49 @@ public final class SessionSql {
    */
   public static String waitLock(LockKey key, boolean walTimeline) {
     return STANDBY_WAIT
-        + " SELECT w.pid, w.in_recovery, w.already, w.locked, CASE WHEN w.locked THEN"
-        + " pg_catalog.set_config('lock_timeout', ?::text, false) END, CASE WHEN w.locked THEN"
-        + " pg_catalog.set_config('statement_timeout', ?::text, false) END, CASE WHEN w.locked"
-        + " THEN pg_catalog.set_config('synchronous_commit', 'on', true) END, CASE WHEN w.locked"
-        + " THEN pg_catalog.pg_logical_emit_message(true, 'retsu-lock-fence', ?::text)::text END,"
-        + " CASE WHEN w.locked THEN pg_catalog.pg_current_xact_id()::text::bigint END, CASE WHEN"
-        + " w.locked THEN "
+        + " SELECT x.pid, x.in_recovery, x.already, x.locked, x.lt, x.st, x.sc, x.msg, x.xid, x.tl,"
+        + " x.took, CASE WHEN x.locked THEN pg_catalog.set_config('application_name', "
+        + Notices.termNameSql("('#' || x.tl || '/' || x.xid)")
+        + ", false) END, CASE WHEN x.locked THEN "
+        + acquiredNotice("?::text", "x.pid", "x.tl", "x.xid")
+        + " END, CASE WHEN x.locked AND ?::bool THEN "
+        + PREFERRED_WAITING
+        + " END FROM (SELECT w.pid, w.in_recovery, w.already, w.locked, CASE WHEN w.locked THEN"
+        + " pg_catalog.set_config('lock_timeout', ?::text, false) END AS lt, CASE WHEN w.locked"
+        + " THEN pg_catalog.set_config('statement_timeout', ?::text, false) END AS st, CASE WHEN"
+        + " w.locked THEN pg_catalog.set_config('synchronous_commit', 'on', true) END AS sc, CASE"
+        + " WHEN w.locked THEN pg_catalog.pg_logical_emit_message(true, 'retsu-lock-fence',"
+        + " ?::text)::text END AS msg, CASE WHEN w.locked THEN"
+        + " pg_catalog.pg_current_xact_id()::text::bigint END AS xid, CASE WHEN w.locked THEN "
         + TokenMode.timeline(walTimeline)
-        + " END, CASE WHEN w.locked THEN pg_catalog.date_part('epoch',"
-        + " pg_catalog.clock_timestamp() - pg_catalog.statement_timestamp()) END FROM (SELECT"
-        + " t.pid, t.in_recovery, t.already, CASE WHEN t.in_recovery OR t.already THEN false ELSE"
-        + " pg_catalog.pg_advisory_lock("
+        + " END AS tl, CASE WHEN w.locked THEN pg_catalog.date_part('epoch',"
+        + " pg_catalog.clock_timestamp() - pg_catalog.statement_timestamp()) END AS took FROM"
+        + " (SELECT t.pid, t.in_recovery, t.already, CASE WHEN t.in_recovery OR t.already THEN"
+        + " false ELSE pg_catalog.pg_advisory_lock("
         + KeySql.arguments(key)
         + ")::text = '' END AS locked FROM (SELECT pg_catalog.pg_backend_pid() AS pid,"
         + " pg_catalog.pg_is_in_recovery() AS in_recovery, "
         + heldByThisBackend(key)
-        + " AS already OFFSET 0) t OFFSET 0) w";
+        + " AS already OFFSET 0) t OFFSET 0) w OFFSET 0) x";
+  }
+
+  /**
+   * The {@code acquired} notice as a text expression ({@code pg_notify} returns void): {@code
+   * acquired <key> <pid> <timeline>/<xid> <candidate>}; the candidate is the last bound parameter
+   * of the expression.
+   */
+  private static String acquiredNotice(String keyId, String pid, String tl, String xid) {
+    return "pg_catalog.pg_notify('"
+        + Notices.CHANNEL
+        + "', 'acquired ' || "
+        + keyId
+        + " || ' ' || "
+        + pid
+        + " || ' ' || "
+        + tl
+        + " || '/' || "
+        + xid
+        + " || ' ' || ?::text)::text";
   }
 
   /**
@@ -211,18 +247,84 @@ public final class SessionSql {
   }
 
   /**
-   * The fencing token: xid8, timeline, (setting), pid. The transactional WAL message makes the
-   * commit flush synchronously (with synchronous_commit forced on for it), so a crash cannot hand
-   * this xid out again. Binds the message text.
+   * The fencing token: xid8, timeline, (setting), pid, the term's {@code application_name} (the
+   * token in it), and one {@code acquired} notice per key announced (their count). The
+   * transactional WAL message makes the commit flush synchronously (with synchronous_commit forced
+   * on for it), so a crash cannot hand this xid out again; the notices are delivered at that same
+   * commit. Binds: the term name's prefix; the candidate; the ids of the keys to announce (text
+   * array); the message text.
    *
    * @param walTimeline whether the token carries the WAL timeline ({@link TokenMode})
    * @return the statement
    */
   public static String fencingToken(boolean walTimeline) {
-    return "SELECT pg_catalog.pg_current_xact_id()::text::bigint, "
+    return "SELECT t.xid, t.tl, t.sc, t.pid, pg_catalog.set_config('application_name', "
+        + Notices.termNameSql("('#' || t.tl || '/' || t.xid)")
+        + ", false), (SELECT pg_catalog.count("
+        + acquiredNotice("n.id", "t.pid", "t.tl", "t.xid")
+        + ") FROM unnest(?::text[]) AS n(id)) FROM (SELECT"
+        + " pg_catalog.pg_current_xact_id()::text::bigint AS xid, "
         + TokenMode.timeline(walTimeline)
-        + ", pg_catalog.set_config('synchronous_commit', 'on', true), pg_catalog.pg_backend_pid()"
-        + " FROM pg_catalog.pg_logical_emit_message(true, 'retsu-lock-fence', ?)";
+        + " AS tl, pg_catalog.set_config('synchronous_commit', 'on', true) AS sc,"
+        + " pg_catalog.pg_backend_pid() AS pid FROM"
+        + " pg_catalog.pg_logical_emit_message(true, 'retsu-lock-fence', ?) OFFSET 0) t";
+  }
+
+  /**
+   * The {@code released} notices of keys about to be released gracefully, one statement: pid.
+   * Binds: the payloads (text array).
+   */
+  public static String released() {
+    return "SELECT pg_catalog.pg_backend_pid(), (SELECT pg_catalog.count(pg_catalog.pg_notify('"
+        + Notices.CHANNEL
+        + "', p.payload)::text) FROM unnest(?::text[]) AS p(payload))";
+  }
+
+  /**
+   * Whether a preferred candidate's WAIT standby waits for a lock this session holds: the pid of
+   * one such session, or 0. It looks at {@code pg_stat_activity} for sessions named {@code
+   * retsu-lock-preferred:*} in this database (visible to every role) and asks {@code
+   * pg_blocking_pids} only of those, so with no preferred candidate waiting it never touches the
+   * lock manager, and its cost does not grow with the lock table.
+   *
+   * @param c the leader's session
+   * @return the pid, or 0
+   * @throws SQLException when the statement failed
+   */
+  public static int preferredWaiting(java.sql.Connection c) throws java.sql.SQLException {
+    try (java.sql.Statement st = c.createStatement();
+        java.sql.ResultSet rs = st.executeQuery("SELECT " + PREFERRED_WAITING)) {
+      rs.next();
+      return rs.getInt(1);
+    }
+  }
+
+  /**
+   * Who holds each of many keys, one {@code pg_locks} read: classid, objid, objsubid (as {@code
+   * pg_locks} shows the key), pid, application_name, state_change, database. Binds: the four key
+   * arrays.
+   */
+  public static String holders() {
+    return "SELECT l.classid::int8, l.objid::int8, l.objsubid::int4, l.pid, a.application_name,"
+        + " a.state_change, pg_catalog.current_database() FROM pg_catalog.pg_locks l LEFT JOIN"
+        + " pg_catalog.pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND"
+        + " l.granted AND l.mode = 'ExclusiveLock' AND l.database = "
+        + THIS_DATABASE
+        + " AND (l.classid, l.objid, l.objsubid) IN (SELECT CASE WHEN k.pair THEN k.a::int8 ELSE"
+        + " (k.v >> 32) & 4294967295 END::oid, CASE WHEN k.pair THEN k.b::int8 ELSE k.v &"
+        + " 4294967295 END::oid, CASE WHEN k.pair THEN 2 ELSE 1 END::int2 FROM "
+        + KeySql.KEYS
+        + ")";
+  }
+
+  /**
+   * The sessions still alive among pids: pid, application_name (one read of {@code
+   * pg_stat_activity}, whose size is the number of sessions, never the lock table's). Binds: the
+   * pids (int4 array).
+   */
+  public static String alive() {
+    return "SELECT a.pid, a.application_name FROM pg_catalog.pg_stat_activity a WHERE a.pid ="
+        + " ANY (?::int4[])";
   }
 
   /**

@@ -21,6 +21,7 @@ public enum ReleasePolicy {
   /** Whether a term that ended for {@code why} still holds its key, so must unlock it. */
   boolean unlocks(LossReason why) {
     return why == LossReason.CLOSED
+        || why == LossReason.YIELDED
         || why == LossReason.REFRESH_FAILED
         || why == LossReason.REFRESH_TIMED_OUT;
   }

@@ -85,6 +85,23 @@ public final class SessionWorker extends TermEnd {
     return t;
   }
 
+  /**
+   * Defers a term's first refresh, and its announcement, by {@code delay} (a loop's lock-delay);
+   * its session is proven meanwhile as usual.
+   *
+   * @param t the term, begun on this worker
+   * @param delay how long
+   */
+  public void delayFirstRefresh(TermState t, Duration delay) {
+    t.nextRefresh = options.time().nanoTime() + delay.toNanos();
+    t.announceAtFirstRefresh = true;
+  }
+
+  /** The thread running the schedule, or null before it runs. */
+  public Thread thread() {
+    return thread;
+  }
+
   /** Delivers {@code onAcquired}, unless the term ended meanwhile. */
   public void announce(TermState t) {
     listeners.acquired(t);
@@ -195,6 +212,12 @@ public final class SessionWorker extends TermEnd {
     if (session.proofs().fence().expired()) {
       selfFence(); // e.g. resumed after a pause longer than the deadline: before any leader work
       return;
+    }
+    if (t.announceAtFirstRefresh && !t.announced) {
+      listeners.acquired(t); // a deferred announcement (a loop's lock-delay)
+      if (!t.announced) {
+        return; // it ended meanwhile
+      }
     }
     long start = time.nanoTime();
     Throwable failure = null;

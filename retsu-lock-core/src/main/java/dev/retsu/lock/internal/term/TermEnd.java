@@ -184,7 +184,12 @@ abstract class TermEnd extends TermFinish implements Session.Listener {
    * loop closed between the grant and the announcement).
    */
   public void endNow() {
-    endSession(LossReason.CLOSED, null, false);
+    endNow(LossReason.CLOSED);
+  }
+
+  /** {@link #endNow()} for {@code why}. */
+  public void endNow(LossReason why) {
+    endSession(why, null, false);
     finishSession(false);
   }
 

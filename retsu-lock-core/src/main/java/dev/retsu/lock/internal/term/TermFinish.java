@@ -2,6 +2,7 @@ package dev.retsu.lock.internal.term;
 
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.LossReason;
+import dev.retsu.lock.internal.session.Notices;
 import dev.retsu.lock.internal.session.ProofException;
 import dev.retsu.lock.internal.session.Session;
 import java.time.Duration;
@@ -55,6 +56,9 @@ abstract class TermFinish {
   volatile Throwable endCause;
   volatile TermState running;
 
+  /** Terms told of their end whose keys the session's graceful end releases (notified then). */
+  private final List<TermState> releasedAtEnd = new java.util.concurrent.CopyOnWriteArrayList<>();
+
   /** The thread telling listeners of a term's end right now, or null. */
   volatile Thread telling;
 
@@ -102,6 +106,7 @@ abstract class TermFinish {
    */
   void finishEnded() {
     List<LockKey> unlock = new ArrayList<>();
+    List<TermState> unlockedTerms = new ArrayList<>();
     for (TermState t : new ArrayList<>(terms.values())) {
       if (!t.ended() || running == t) {
         continue;
@@ -117,11 +122,16 @@ abstract class TermFinish {
         }
         if (policy.unlocks(t.reason())) {
           unlock.add(t.term().key());
+          unlockedTerms.add(t);
         }
       }
     }
+    if (!unlockedTerms.isEmpty() && endReason() != null) {
+      releasedAtEnd.addAll(unlockedTerms); // the session's end releases them
+    }
     if (!unlock.isEmpty() && endReason() == null && session.isOpen()) {
       try {
+        session.released(releasedNotices(unlockedTerms));
         session.unlock(unlock);
       } catch (java.sql.SQLException e) {
         // Not knowing whether the keys are still held, end the session: that releases them.
@@ -151,6 +161,9 @@ abstract class TermFinish {
         if (abort) {
           session.abort();
         } else {
+          if (policy.unlocks(t.reason())) {
+            session.released(releasedNotices(List.of(t)));
+          }
           session.end();
         }
       } finally {
@@ -213,6 +226,11 @@ abstract class TermFinish {
       if (abort) {
         session.abort();
       } else {
+        List<TermState> released = new ArrayList<>(releasedAtEnd);
+        released.addAll(told);
+        if (policy.unlocks(why) && !released.isEmpty()) {
+          session.released(releasedNotices(released));
+        }
         session.end();
       }
       if (policy == ReleasePolicy.END_SESSION) {
@@ -222,6 +240,15 @@ abstract class TermFinish {
       done.countDown();
     }
     return true;
+  }
+
+  /** The {@code released} notices of terms whose keys this session releases gracefully now. */
+  private List<String> releasedNotices(List<TermState> released) {
+    List<String> out = new ArrayList<>(released.size());
+    for (TermState t : released) {
+      out.add(Notices.released(t.term().key(), session.id().pid(), t.term().fencingToken()));
+    }
+    return out;
   }
 
   /** {@code onLost} for one term, with this thread recorded as the one telling. */
@@ -239,7 +266,7 @@ abstract class TermFinish {
     LOG.info(
         "{} Leadership {} ({}) after {}: term {}, token {}{}",
         session.id().context(),
-        why == LossReason.CLOSED ? "released" : "lost",
+        why == LossReason.CLOSED || why == LossReason.YIELDED ? "released" : "lost",
         why,
         Duration.between(t.term().start(), options.time().now()),
         t.term().number(),

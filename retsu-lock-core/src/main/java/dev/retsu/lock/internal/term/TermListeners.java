@@ -1,6 +1,7 @@
 package dev.retsu.lock.internal.term;
 
 import dev.retsu.lock.AttemptResult;
+import dev.retsu.lock.LeaderChange;
 import dev.retsu.lock.LeaderListener;
 import dev.retsu.lock.LossReason;
 import dev.retsu.lock.Term;
@@ -64,6 +65,13 @@ public final class TermListeners {
       (l, term, took, none) -> l.onRefreshSucceeded(term, took);
   static final Call<Term, Duration, Throwable> ON_REFRESH_FAILED = LeaderListener::onRefreshFailed;
   static final Call<Term, LossReason, Throwable> ON_LOST = LeaderListener::onLost;
+  static final Call<LeaderChange, Void, Void> ON_LEADER_CHANGED =
+      (l, change, none, none2) -> l.onLeaderChanged(change);
+
+  /** A change of a key's leader, from the recipe's {@code LeaderWatch}. */
+  public void leaderChanged(LeaderChange change) {
+    each("onLeaderChanged", ON_LEADER_CHANGED, change, null, null);
+  }
 
   /** One standby attempt finished (loops only). */
   public void attempt(AttemptResult result, Duration took, Throwable error) {

@@ -1,6 +1,7 @@
 package dev.retsu.lock.internal.term;
 
 import dev.retsu.lock.LeaderListener;
+import dev.retsu.lock.LeaderWatch;
 import dev.retsu.lock.internal.TimeSource;
 import dev.retsu.lock.internal.session.ServerBounds;
 import java.time.Duration;
@@ -24,6 +25,7 @@ import javax.sql.DataSource;
  * @param failFast whether a failure before the database was ever reached ends the recipe
  * @param listeners what hears the terms
  * @param time the clock
+ * @param watch the watch whose changes the listeners hear, or null
  */
 public record TermOptions(
     DataSource dataSource,
@@ -37,7 +39,8 @@ public record TermOptions(
     Duration closeTimeout,
     boolean failFast,
     List<LeaderListener> listeners,
-    TimeSource time) {
+    TimeSource time,
+    LeaderWatch watch) {
 
   /** Checks what ties the options together. */
   public TermOptions {

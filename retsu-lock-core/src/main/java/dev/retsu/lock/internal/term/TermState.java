@@ -35,6 +35,9 @@ public final class TermState implements LeaderContext {
   volatile boolean announced;
   volatile boolean lostDelivered;
 
+  /** Whether the worker announces the term at its first refresh (a loop's lock-delay). */
+  volatile boolean announceAtFirstRefresh;
+
   /** When the next refresh is due; the worker's alone. */
   long nextRefresh;
 
@@ -208,7 +211,7 @@ public final class TermState implements LeaderContext {
   }
 
   /** The session the term's key is held on. */
-  Session session() {
+  public Session session() {
     return session;
   }
 

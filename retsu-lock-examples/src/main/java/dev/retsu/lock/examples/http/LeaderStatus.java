@@ -66,6 +66,7 @@ public final class LeaderStatus {
                     m.put("pid", h.pid());
                     m.put("candidate", h.candidateId().orElse(null));
                     m.put("applicationName", h.applicationName());
+                    m.put("fencingToken", h.fencingToken().map(Object::toString).orElse(null));
                     m.put("clientAddress", h.clientAddress().orElse(null));
                     m.put("database", h.database());
                     return m;

@@ -1,0 +1,247 @@
+package dev.retsu.lock.internal.session;
+
+import dev.retsu.lock.FencingToken;
+import dev.retsu.lock.LockKey;
+import java.util.Optional;
+
+/**
+ * Leadership as a shared fact, the one format: what a leader's session shows and what it notifies.
+ *
+ * <ul>
+ *   <li>{@code application_name}: {@code retsu-lock:<candidate>} while a session waits or tries,
+ *       {@code retsu-lock:<candidate>#<timeline>/<xid>} from the statement that takes a term's
+ *       fencing token on ({@link #termName}); a preferred WAIT standby waits as {@code
+ *       retsu-lock-preferred:<candidate>}. The candidate part is cut so that the whole fits
+ *       PostgreSQL's 63 bytes; the token is never cut.
+ *   <li>notifications on the channel {@value #CHANNEL} (one per database): {@code acquired <key>
+ *       <pid> <timeline>/<xid> <candidate>}, sent by the statement that takes the token (delivered
+ *       at its commit, the token's own durable commit), and {@code released <key> <pid>
+ *       <timeline>/<xid>}, sent just before a graceful release. A term that ends because its
+ *       session was lost sends nothing.
+ *   <li>a key is {@code 1:<bigint>} or {@code 2:<first>:<second>} ({@link #keyId}).
+ * </ul>
+ *
+ * Stateless, thread-safe.
+ */
+public final class Notices {
+
+  /** The channel every leader notifies and every watch listens on. */
+  public static final String CHANNEL = "retsu_lock";
+
+  /** The prefix of a candidate's sessions. */
+  public static final String PREFIX = "retsu-lock:";
+
+  /** The prefix of a preferred WAIT standby's waiting session. */
+  public static final String PREFERRED_PREFIX = "retsu-lock-preferred:";
+
+  /** PostgreSQL keeps 63 bytes of {@code application_name}. */
+  public static final int MAX_NAME = 63;
+
+  private Notices() {}
+
+  /**
+   * The key as notices and the SQL check spell it.
+   *
+   * @param key the key
+   * @return {@code 1:<bigint>} or {@code 2:<first>:<second>}
+   */
+  public static String keyId(LockKey key) {
+    return key.isTwoPart() ? "2:" + key.first() + ":" + key.second() : "1:" + key.value();
+  }
+
+  /**
+   * The SQL expression of a key id over the four key arrays' columns ({@link KeySql#KEYS}).
+   *
+   * @return a text expression
+   */
+  static String keyIdSql() {
+    return "CASE WHEN k.pair THEN '2:' || k.a || ':' || k.b ELSE '1:' || k.v END";
+  }
+
+  /**
+   * A candidate's {@code application_name} without a term's token, and {@code retsu-lock:} for a
+   * preferred standby's {@code retsu-lock-preferred:}: what a term's name starts with.
+   *
+   * @param applicationName a session's name as set by the library
+   * @return the candidate's name
+   */
+  public static String candidateName(String applicationName) {
+    String name = applicationName;
+    if (name.startsWith(PREFERRED_PREFIX)) {
+      name = PREFIX + name.substring(PREFERRED_PREFIX.length());
+    }
+    int hash = name.lastIndexOf('#');
+    return hash >= 0 && parseToken(name.substring(hash + 1)).isPresent()
+        ? name.substring(0, hash)
+        : name;
+  }
+
+  /**
+   * The part of a term's {@code application_name} before the token, cut so that the whole fits:
+   * printable ASCII only (PostgreSQL replaces other characters anyway, which would move the token
+   * past the 63rd byte), at most 63 − 32 bytes when cut.
+   *
+   * @param applicationName the candidate's {@code application_name}
+   * @return the prefix the token statement appends {@code #<timeline>/<xid>} to
+   */
+  public static String termPrefix(String applicationName) {
+    StringBuilder sb = new StringBuilder(applicationName.length());
+    for (int i = 0; i < applicationName.length(); i++) {
+      char c = applicationName.charAt(i);
+      sb.append(c >= 0x20 && c < 0x7f ? c : '?');
+    }
+    return sb.toString();
+  }
+
+  /**
+   * The SQL that makes a term's {@code application_name} from the bound prefix and a token suffix
+   * expression: the prefix cut to what the suffix leaves of 63 bytes.
+   *
+   * @param suffix a text expression {@code '#' || timeline || '/' || xid}
+   * @return a text expression with one parameter, the prefix
+   */
+  static String termNameSql(String suffix) {
+    return "pg_catalog.left(?::text, "
+        + MAX_NAME
+        + " - pg_catalog.length("
+        + suffix
+        + ")) || "
+        + suffix;
+  }
+
+  /**
+   * A term's {@code application_name} as the token statement makes it (for the settings a proof
+   * applies again after {@code RESET ALL}).
+   *
+   * @param applicationName the candidate's {@code application_name}
+   * @param token the term's token
+   * @return the name
+   */
+  public static String termName(String applicationName, FencingToken token) {
+    String suffix = "#" + token;
+    String prefix = termPrefix(applicationName);
+    int room = MAX_NAME - suffix.length();
+    return (prefix.length() > room ? prefix.substring(0, room) : prefix) + suffix;
+  }
+
+  /** What an {@code application_name} says about its session. */
+  public record Name(String candidateId, Optional<FencingToken> token, boolean preferred) {}
+
+  /**
+   * Reads a session's {@code application_name}.
+   *
+   * @param applicationName the name, may be null
+   * @return the candidate and the token, or empty when it is no candidate's session
+   */
+  public static Optional<Name> parseName(String applicationName) {
+    if (applicationName == null) {
+      return Optional.empty();
+    }
+    boolean preferred = applicationName.startsWith(PREFERRED_PREFIX);
+    if (!preferred && !applicationName.startsWith(PREFIX)) {
+      return Optional.empty();
+    }
+    String rest = applicationName.substring((preferred ? PREFERRED_PREFIX : PREFIX).length());
+    int hash = rest.lastIndexOf('#');
+    if (hash >= 0) {
+      Optional<FencingToken> token = parseToken(rest.substring(hash + 1));
+      if (token.isPresent()) {
+        return Optional.of(new Name(rest.substring(0, hash), token, preferred));
+      }
+    }
+    return Optional.of(new Name(rest, Optional.empty(), preferred));
+  }
+
+  /**
+   * Reads {@code <timeline>/<xid>}.
+   *
+   * @param text the text
+   * @return the token, or empty when it is not one
+   */
+  public static Optional<FencingToken> parseToken(String text) {
+    int slash = text.indexOf('/');
+    if (slash <= 0 || slash == text.length() - 1) {
+      return Optional.empty();
+    }
+    try {
+      int timeline = Integer.parseInt(text.substring(0, slash));
+      long xid = Long.parseLong(text.substring(slash + 1));
+      if (timeline < 0 || xid < 0) {
+        return Optional.empty();
+      }
+      return Optional.of(new FencingToken(timeline, xid));
+    } catch (NumberFormatException e) {
+      return Optional.empty();
+    }
+  }
+
+  /** The kind of a notice. */
+  public enum Kind {
+    /** A term started. */
+    ACQUIRED,
+    /** A term is about to be released gracefully. */
+    RELEASED
+  }
+
+  /**
+   * One notice as read from the channel.
+   *
+   * @param kind acquired or released
+   * @param keyId the key's id ({@link #keyId})
+   * @param pid the leader's backend pid
+   * @param token the term's token
+   * @param candidateId the candidate (acquired only, else null)
+   */
+  public record Notice(Kind kind, String keyId, int pid, FencingToken token, String candidateId) {}
+
+  /**
+   * Reads a notification's payload.
+   *
+   * @param payload the payload
+   * @return the notice, or empty when it is not one of ours
+   */
+  public static Optional<Notice> parse(String payload) {
+    if (payload == null) {
+      return Optional.empty();
+    }
+    String[] p = payload.split(" ", 5);
+    if (p.length < 4) {
+      return Optional.empty();
+    }
+    Kind kind;
+    if (p[0].equals("acquired") && p.length == 5) {
+      kind = Kind.ACQUIRED;
+    } else if (p[0].equals("released")) {
+      kind = Kind.RELEASED;
+    } else {
+      return Optional.empty();
+    }
+    Optional<FencingToken> token = parseToken(p[3]);
+    if (token.isEmpty()) {
+      return Optional.empty();
+    }
+    try {
+      return Optional.of(
+          new Notice(
+              kind,
+              p[1],
+              Integer.parseInt(p[2]),
+              token.get(),
+              kind == Kind.ACQUIRED ? p[4] : null));
+    } catch (NumberFormatException e) {
+      return Optional.empty();
+    }
+  }
+
+  /**
+   * The payload of a {@code released} notice.
+   *
+   * @param key the key
+   * @param pid the leader's pid
+   * @param token the term's token
+   * @return the payload
+   */
+  public static String released(LockKey key, int pid, FencingToken token) {
+    return "released " + keyId(key) + " " + pid + " " + token;
+  }
+}

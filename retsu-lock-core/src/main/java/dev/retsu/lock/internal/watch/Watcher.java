@@ -1,0 +1,453 @@
+package dev.retsu.lock.internal.watch;
+
+import dev.retsu.lock.AdvisoryLockException;
+import dev.retsu.lock.FencingToken;
+import dev.retsu.lock.LeaderChange;
+import dev.retsu.lock.LeaderChangeListener;
+import dev.retsu.lock.LeaderInfo;
+import dev.retsu.lock.LockKey;
+import dev.retsu.lock.internal.TimeSource;
+import dev.retsu.lock.internal.session.Holders;
+import dev.retsu.lock.internal.session.Notices;
+import dev.retsu.lock.internal.session.PgSession;
+import dev.retsu.lock.internal.session.Session;
+import dev.retsu.lock.internal.session.SessionOpener;
+import dev.retsu.lock.internal.session.SessionSql;
+import dev.retsu.lock.internal.term.Wakeup;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The engine of a {@code LeaderWatch} ({@code retsu-lock-watch-<name>}, daemon): one session of its
+ * own that LISTENs on {@value Notices#CHANNEL} and serves every watched key. Per key it keeps the
+ * leader it last delivered and the highest token it ever delivered, so that changes go out in token
+ * order and never twice:
+ *
+ * <ul>
+ *   <li>an {@code acquired} notice newer than every token delivered for the key is a new leader;
+ *   <li>a {@code released} notice of the current leader's token is nobody;
+ *   <li>every {@code checkInterval}, one read of {@code pg_stat_activity} for the current leaders'
+ *       pids (never {@code pg_locks}, never a lock on a key) finds the sessions that ended without
+ *       a notice: a crash or a terminate is nobody within one interval;
+ *   <li>a key watched for the first time, and every key after the session was opened again, is read
+ *       once from {@code pg_locks}.
+ * </ul>
+ *
+ * The session is idle between statements (no transaction, no snapshot); notifications reach it only
+ * then, in commit order. Thread-safe: {@link #watch} and {@link #close} from any thread.
+ */
+public final class Watcher implements Runnable {
+
+  private static final Logger LOG = LoggerFactory.getLogger(Watcher.class);
+
+  /** The longest one wait for notifications holds the session: new watches start within it. */
+  private static final int SLICE_MILLIS = 50;
+
+  private final SessionOpener.Spec spec;
+  private final Duration checkInterval;
+  private final Duration reconnectInterval;
+  private final TimeSource time;
+  private final Wakeup wakeup;
+  private final AtomicBoolean closed = new AtomicBoolean();
+  private final ConcurrentLinkedQueue<Runnable> requests = new ConcurrentLinkedQueue<>();
+  private final Map<LockKey, KeyState> keys = new HashMap<>();
+  private final Map<String, KeyState> byId = new HashMap<>();
+  private final Map<LockKey, Optional<LeaderInfo>> view = new ConcurrentHashMap<>();
+  private volatile Session session;
+  private volatile Thread thread;
+  private volatile boolean connected;
+
+  /** One watched key: its listeners, what was delivered. */
+  private static final class KeyState {
+    final LockKey key;
+    final List<LeaderChangeListener> listeners = new CopyOnWriteArrayList<>();
+    Optional<LeaderInfo> current = Optional.empty();
+    boolean known;
+    FencingToken highest;
+
+    KeyState(LockKey key) {
+      this.key = key;
+    }
+  }
+
+  /**
+   * A watcher, not started.
+   *
+   * @param spec how its session is opened
+   * @param checkInterval between two looks for leaders that ended without a notice
+   * @param reconnectInterval the wait before a lost session is opened again
+   */
+  public Watcher(SessionOpener.Spec spec, Duration checkInterval, Duration reconnectInterval) {
+    this.spec = spec;
+    this.checkInterval = checkInterval;
+    this.reconnectInterval = reconnectInterval;
+    this.time = spec.time();
+    this.wakeup = new Wakeup(time, closed::get);
+  }
+
+  /**
+   * Opens the session once, on the calling thread (a wrong URL fails here), and starts the thread.
+   *
+   * @param name the thread's name
+   * @throws AdvisoryLockException when the session cannot be opened
+   */
+  public void start(String name) {
+    Session s = SessionOpener.open(spec);
+    try {
+      s.call(this::listen);
+    } catch (SQLException e) {
+      s.end();
+      throw SessionOpener.failed(spec, "Listening failed", e);
+    }
+    session = s;
+    Thread t = new Thread(this, name);
+    t.setDaemon(true);
+    thread = t;
+    t.start();
+  }
+
+  private Void listen(Connection c) throws SQLException {
+    try (Statement st = c.createStatement()) {
+      st.execute("LISTEN " + Notices.CHANNEL);
+    }
+    connected = true;
+    return null;
+  }
+
+  /** Whether the watch's session is open and listening. */
+  public boolean connected() {
+    return connected && !closed.get();
+  }
+
+  /** What the watch last delivered for a key (empty: nobody, or not known yet). */
+  public Optional<LeaderInfo> leader(LockKey key) {
+    return view.getOrDefault(key, Optional.empty());
+  }
+
+  /**
+   * Watches a key; the listener first hears the key's current leader (or nobody), then each change.
+   *
+   * @return what stops it
+   */
+  public Runnable watch(LockKey key, LeaderChangeListener listener) {
+    AtomicBoolean active = new AtomicBoolean(true);
+    LeaderChangeListener l =
+        change -> {
+          if (active.get()) {
+            listener.onLeaderChanged(change);
+          }
+        };
+    requests.add(() -> add(key, l));
+    return () -> {
+      if (active.compareAndSet(true, false)) {
+        requests.add(() -> remove(key, l));
+      }
+    };
+  }
+
+  private void add(LockKey key, LeaderChangeListener l) {
+    KeyState k = keys.get(key);
+    if (k == null) {
+      k = new KeyState(key);
+      keys.put(key, k);
+      byId.put(Notices.keyId(key), k);
+    }
+    k.listeners.add(l);
+    if (k.known) {
+      tell(l, new LeaderChange(key, k.current, LeaderChange.Cause.READ, now()));
+    } else {
+      pendingReads.add(key);
+    }
+  }
+
+  private void remove(LockKey key, LeaderChangeListener l) {
+    KeyState k = keys.get(key);
+    if (k != null) {
+      k.listeners.remove(l);
+      if (k.listeners.isEmpty()) {
+        keys.remove(key);
+        byId.remove(Notices.keyId(key));
+        view.remove(key);
+        pendingReads.remove(key);
+      }
+    }
+  }
+
+  private final Set<LockKey> pendingReads = new HashSet<>();
+
+  @Override
+  public void run() {
+    while (!closed.get()) {
+      Session s = session;
+      if (s == null) {
+        try {
+          s = SessionOpener.open(spec);
+          s.call(this::listen);
+          session = s;
+          pendingReads.addAll(keys.keySet()); // changes may have been missed while away
+          LOG.info("{} Watch session opened again on backend pid {}", spec.context(), s.id().pid());
+        } catch (AdvisoryLockException | SQLException e) {
+          if (s != null) {
+            s.end();
+          }
+          LOG.debug("{} Opening the watch session failed: {}", spec.context(), e.toString());
+          wakeup.await(reconnectInterval.toNanos(), () -> false);
+          continue;
+        }
+      }
+      try {
+        serve(s);
+      } catch (SQLException e) {
+        if (!closed.get()) {
+          LOG.warn(
+              "{} The watch session was lost (SQLState {}); opening it again in {}",
+              spec.context(),
+              e.getSQLState(),
+              reconnectInterval);
+        }
+      } catch (RuntimeException e) {
+        LOG.error("{} The watch failed; opening its session again", spec.context(), e);
+      }
+      connected = false;
+      s.end();
+      session = null;
+      if (!closed.get()) {
+        wakeup.await(reconnectInterval.toNanos(), () -> false);
+      }
+    }
+  }
+
+  private void serve(Session s) throws SQLException {
+    long nextCheck = time.nanoTime() + checkInterval.toNanos();
+    while (!closed.get() && s.isOpen()) {
+      Runnable r;
+      while ((r = requests.poll()) != null) {
+        r.run();
+      }
+      if (!pendingReads.isEmpty()) {
+        List<LockKey> read = new ArrayList<>(pendingReads);
+        pendingReads.clear();
+        read(s, read);
+      }
+      List<PgSession.Note> notes = s.call(c -> PgSession.notes(c, SLICE_MILLIS));
+      if (notes == null) {
+        // Not pgjdbc: no notifications here. Read every key at each check instead.
+        wakeup.await(SLICE_MILLIS * 1_000_000L, () -> !requests.isEmpty());
+      } else {
+        notices(notes);
+      }
+      if (time.nanoTime() - nextCheck >= 0) {
+        nextCheck = time.nanoTime() + checkInterval.toNanos();
+        if (notes == null) {
+          read(s, new ArrayList<>(keys.keySet()));
+        } else {
+          check(s);
+        }
+      }
+    }
+    if (!s.isOpen()) {
+      throw new SQLException("The watch session ended", "08003");
+    }
+  }
+
+  /** Reads the leaders of keys from {@code pg_locks}, once. */
+  private void read(Session s, List<LockKey> read) throws SQLException {
+    Map<LockKey, LeaderInfo> found = s.call(c -> Holders.leaders(c, read));
+    List<PgSession.Note> pending = s.call(c -> PgSession.notes(c, 0));
+    for (LockKey key : read) {
+      KeyState k = keys.get(key);
+      if (k == null) {
+        continue;
+      }
+      LeaderInfo info = found.get(key);
+      Optional<LeaderInfo> now = Optional.ofNullable(info);
+      boolean older =
+          info != null
+              && info.token().isPresent()
+              && k.highest != null
+              && info.token().get().compareTo(k.highest) < 0;
+      if (!older && (!k.known || !same(k.current, now))) {
+        deliver(k, now, LeaderChange.Cause.READ);
+      }
+      k.known = true;
+    }
+    if (pending != null) {
+      notices(pending);
+    }
+  }
+
+  private static boolean same(Optional<LeaderInfo> a, Optional<LeaderInfo> b) {
+    if (a.isEmpty() || b.isEmpty()) {
+      return a.isEmpty() && b.isEmpty();
+    }
+    return a.get().pid() == b.get().pid() && a.get().token().equals(b.get().token());
+  }
+
+  private void notices(List<PgSession.Note> notes) {
+    for (PgSession.Note n : notes) {
+      if (!Notices.CHANNEL.equals(n.channel())) {
+        continue;
+      }
+      Notices.Notice notice = Notices.parse(n.payload()).orElse(null);
+      KeyState k = notice == null ? null : byId.get(notice.keyId());
+      if (k == null) {
+        continue;
+      }
+      if (notice.kind() == Notices.Kind.ACQUIRED) {
+        if (k.highest != null && notice.token().compareTo(k.highest) <= 0) {
+          continue; // already delivered, or older than what was
+        }
+        LeaderInfo info =
+            new LeaderInfo(
+                k.key,
+                notice.candidateId(),
+                notice.pid(),
+                database(),
+                Optional.of(notice.token()),
+                OptionalLong.empty(),
+                Optional.of(now()),
+                Optional.empty(),
+                Optional.empty());
+        deliver(k, Optional.of(info), LeaderChange.Cause.ACQUIRED);
+      } else if (k.current.isPresent()
+          && k.current.get().pid() == notice.pid()
+          && k.current.get().token().equals(Optional.of(notice.token()))) {
+        deliver(k, Optional.empty(), LeaderChange.Cause.RELEASED);
+      }
+    }
+  }
+
+  /** The watch's database: a notice reaches only listeners in its own database. */
+  private String database() {
+    Session s = session;
+    return s == null ? "" : s.id().database();
+  }
+
+  /** One read of {@code pg_stat_activity} for the current leaders' pids. */
+  private void check(Session s) throws SQLException {
+    Set<Integer> pids = new HashSet<>();
+    for (KeyState k : keys.values()) {
+      k.current.ifPresent(i -> pids.add(i.pid()));
+    }
+    if (pids.isEmpty()) {
+      return;
+    }
+    Map<Integer, String> alive = s.call(c -> alive(c, pids));
+    List<PgSession.Note> pending = s.call(c -> PgSession.notes(c, 0));
+    if (pending != null) {
+      notices(pending); // newer news first: a successor's notice may already be here
+    }
+    for (KeyState k : new ArrayList<>(keys.values())) {
+      if (k.current.isEmpty() || !pids.contains(k.current.get().pid())) {
+        continue;
+      }
+      LeaderInfo info = k.current.get();
+      String name = alive.get(info.pid());
+      if (name == null || !stillHolds(info, name)) {
+        deliver(k, Optional.empty(), LeaderChange.Cause.ENDED);
+      }
+    }
+  }
+
+  /** Whether a live session with this name may still hold the term: same token or newer. */
+  private static boolean stillHolds(LeaderInfo info, String applicationName) {
+    if (info.token().isEmpty()) {
+      return true; // a holder without a token: its session alive is all that can be known here
+    }
+    Optional<FencingToken> now = Notices.parseName(applicationName).flatMap(Notices.Name::token);
+    return now.isPresent() && now.get().compareTo(info.token().get()) >= 0;
+  }
+
+  private static Map<Integer, String> alive(Connection c, Set<Integer> pids) throws SQLException {
+    Map<Integer, String> out = new HashMap<>();
+    try (PreparedStatement ps = c.prepareStatement(SessionSql.alive())) {
+      ps.setArray(1, c.createArrayOf("int4", pids.toArray()));
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          out.put(rs.getInt(1), String.valueOf(rs.getString(2)));
+        }
+      }
+    }
+    return out;
+  }
+
+  private void deliver(KeyState k, Optional<LeaderInfo> leader, LeaderChange.Cause cause) {
+    k.current = leader;
+    k.known = true;
+    leader
+        .flatMap(LeaderInfo::token)
+        .ifPresent(
+            t -> {
+              if (k.highest == null || t.compareTo(k.highest) > 0) {
+                k.highest = t;
+              }
+            });
+    view.put(k.key, leader);
+    LeaderChange change = new LeaderChange(k.key, leader, cause, now());
+    for (LeaderChangeListener l : k.listeners) {
+      tell(l, change);
+    }
+  }
+
+  private void tell(LeaderChangeListener l, LeaderChange change) {
+    try {
+      l.onLeaderChanged(change);
+    } catch (RuntimeException | LinkageError e) {
+      LOG.warn(
+          "{} Listener {}.onLeaderChanged threw; ignored",
+          spec.context(),
+          l.getClass().getName(),
+          e);
+    }
+  }
+
+  private Instant now() {
+    return Instant.ofEpochMilli(time.wallMillis());
+  }
+
+  /** Stops the thread and ends the session. Idempotent. */
+  public void close(Duration wait) {
+    if (!closed.compareAndSet(false, true)) {
+      return;
+    }
+    wakeup.wakeAll();
+    Thread t = thread;
+    if (t != null && t != Thread.currentThread()) {
+      try {
+        t.join(wait.toMillis());
+        if (t.isAlive()) {
+          Session s = session;
+          if (s != null) {
+            s.abort();
+          }
+          LOG.warn("{} The watch thread did not stop within {}", spec.context(), wait);
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    Session s = session;
+    if (s != null) {
+      s.end();
+    }
+  }
+}
