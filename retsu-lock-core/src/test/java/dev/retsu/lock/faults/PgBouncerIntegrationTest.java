@@ -243,6 +243,10 @@ class PgBouncerIntegrationTest {
     startBouncer(4);
     LockKey key = LockKey.named("retsu-test", "pgbouncer-busy");
     AtomicBoolean busy = new AtomicBoolean(true);
+    java.util.concurrent.atomic.AtomicInteger statements =
+        new java.util.concurrent.atomic.AtomicInteger();
+    java.util.concurrent.atomic.AtomicReference<SQLException> failed =
+        new java.util.concurrent.atomic.AtomicReference<>();
     List<Thread> traffic = new ArrayList<>();
     for (int i = 0; i < 3; i++) {
       Thread t =
@@ -252,9 +256,12 @@ class PgBouncerIntegrationTest {
                     Statement s = c.createStatement()) {
                   while (busy.get()) {
                     s.execute("SELECT pg_sleep(0.005)");
+                    statements.incrementAndGet();
                   }
                 } catch (SQLException e) {
-                  // the pooler went away at the end of the test
+                  if (busy.get()) {
+                    failed.set(e); // not the pooler going away at the end of the test
+                  }
                 }
               },
               "retsu-lock-test-pooler-traffic-" + i);
@@ -262,6 +269,9 @@ class PgBouncerIntegrationTest {
       traffic.add(t);
     }
     try {
+      // The pool is busy before the candidate comes: every traffic client is running statements.
+      await().atMost(Duration.ofSeconds(20)).until(() -> statements.get() >= 30);
+      assertThat((Object) failed.get()).as("the traffic's own statements").isNull();
       LeaderLoop loop =
           FaultTiming.fast(LeaderLoop.builder(viaBouncer(), key)).candidateId("bounced").build();
       CompletableFuture<Void> run = loop.start(ctx -> {});

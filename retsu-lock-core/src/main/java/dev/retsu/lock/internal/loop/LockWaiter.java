@@ -386,7 +386,8 @@ public final class LockWaiter implements AutoCloseable {
           new InterruptedException());
     }
     session.held(List.of(spec.key()));
-    session.proofs().alive(w.proofStart());
+    // The granting statement read this backend's pid and took the key: an ownership proof.
+    session.proofs().owned(w.proofStart(), false);
     session.tokenTaken(w.token());
     LOG.debug("{} Lock granted to waiting backend pid {}", spec.context(), pid);
     return Optional.of(session);

@@ -331,7 +331,7 @@ public final class LockSession implements Session {
           if (pid != id.pid()) {
             throw Refusals.pidChanged(id, pid);
           }
-          proofs.alive(start);
+          proofs.owned(start, false); // right after the key was taken, on the same backend
           FencingToken token = new FencingToken(rs.getInt(2), rs.getLong(1));
           termNamed(token);
           return token;

@@ -101,13 +101,17 @@ public final class Proofs {
   }
 
   /**
-   * When the next heartbeat is due: one interval after the start of the last proof of either kind.
+   * When the next heartbeat is due: one interval after the start of the last ownership proof. A
+   * round trip that proves only liveness (the task's statements, or a library statement that checks
+   * neither the backend pid nor the marker, such as the look for a preferred candidate at each
+   * refresh) moves the self-fencing deadline but never postpones this: otherwise a refresh more
+   * frequent than the heartbeat would keep the pid and marker check from ever running, and a
+   * backend swapped by a transaction-mode pooler would go unseen.
    *
    * @return a monotonic time
    */
   public long nextHeartbeat() {
-    long liveness = fence.lastProofStart() + heartbeatNanos;
-    return touched ? Math.min(liveness, lastOwnership + heartbeatNanos) : liveness;
+    return lastOwnership + heartbeatNanos;
   }
 
   /** A round trip that started at {@code startNanos} succeeded: the session was alive then. */
