@@ -58,6 +58,27 @@ class HandOverIntegrationTest {
     return track(new HandOverCandidate.Jvm(id, args));
   }
 
+  /**
+   * Ends every term before the checker reads them (it wants each term to end with its reason): the
+   * loop here closes, each child JVM gets a SIGTERM (a graceful close) and is awaited until it has
+   * exited and its last LOST line has been read from its output.
+   */
+  private static void endAll(LeaderLoop here, HandOverCandidate.Jvm... children)
+      throws InterruptedException {
+    here.close();
+    for (HandOverCandidate.Jvm c : children) {
+      c.sigterm();
+    }
+    for (HandOverCandidate.Jvm c : children) {
+      assertThat(c.process.waitFor(20, TimeUnit.SECONDS)).as(c.name).isTrue();
+      await().atMost(WITHIN).until(() -> count(c, "LOST") == count(c, "ACQUIRED"));
+    }
+  }
+
+  private static long count(HandOverCandidate.Jvm c, String kind) {
+    return c.events().stream().filter(e -> e.kind().equals(kind)).count();
+  }
+
   private static void assertNoOverlap(List<TermChecker.Event> timeline) {
     TermChecker.Result r = TermChecker.check(timeline, Set.of());
     assertThat(r.violations()).isEmpty();
@@ -124,9 +145,9 @@ class HandOverIntegrationTest {
     assertThat(a.lost).containsExactly(LossReason.YIELDED);
     // The old leader stays a candidate and never takes the key back from the preferred one.
     await().during(Duration.ofMillis(500)).atMost(WITHIN).until(() -> !la.isLeader());
-    p.process.destroy(); // SIGTERM: a graceful close hands the key back
+    p.sigterm(); // a graceful close hands the key back
     await().atMost(WITHIN).until(la::isLeader);
-    assertThat(p.process.waitFor(20, TimeUnit.SECONDS)).isTrue();
+    endAll(la, p);
 
     List<TermChecker.Event> all = new ArrayList<>(a.events);
     all.addAll(p.events());
@@ -149,6 +170,7 @@ class HandOverIntegrationTest {
     assertThat(w.saw("ACQUIRED")).as("the earlier WAIT standby").isFalse();
     assertThat(a.lost).containsExactly(LossReason.YIELDED);
     await().during(Duration.ofMillis(500)).atMost(WITHIN).until(() -> !w.saw("ACQUIRED"));
+    endAll(la, p, w);
 
     List<TermChecker.Event> all = new ArrayList<>(a.events);
     all.addAll(w.events());
