@@ -41,12 +41,14 @@ public final class LeaderLoopBuilder extends TermOptionsBuilder<LeaderLoopBuilde
   public static final TakeoverMode DEFAULT_TAKEOVER = TakeoverMode.POLL;
 
   /**
-   * Default longest single wait in {@link TakeoverMode#WAIT} before it is re-armed: 5 minutes. Each
-   * re-arm leaves one {@code lock_timeout} ERROR line in the server log and each wait runs one
-   * deadlock check, so re-arms are rare; the waiting client's own keepalives, not the re-arm,
-   * notice a dead server.
+   * Default longest single wait in {@link TakeoverMode#WAIT} before it is re-armed: 60 seconds. A
+   * waiting statement holds a snapshot, so a standby holds back VACUUM's horizon for up to this
+   * long; each re-arm leaves one {@code lock_timeout} ERROR line in the server log and each wait
+   * runs one deadlock check. 60 s bounds the horizon at one minute for 60 re-arms an hour per
+   * standby (the trade-off table is in docs/operations.md); the waiting client's own keepalives,
+   * not the re-arm, notice a dead server.
    */
-  public static final Duration DEFAULT_WAIT_TIMEOUT = Duration.ofMinutes(5);
+  public static final Duration DEFAULT_WAIT_TIMEOUT = Duration.ofSeconds(60);
 
   private final LockKey key;
   private Duration retryInterval = DEFAULT_RETRY_INTERVAL;
@@ -139,10 +141,11 @@ public final class LeaderLoopBuilder extends TermOptionsBuilder<LeaderLoopBuilde
 
   /**
    * Sets the longest single wait of a {@link TakeoverMode#WAIT} standby before it is re-armed.
-   * Defaults to 5 minutes. Every re-arm leaves one {@code lock_timeout} ERROR line in the server
-   * log and every wait runs PostgreSQL's deadlock check once (after {@code deadlock_timeout}), so
-   * short waits cost the server; the waiting client's socket keepalives, not this timeout, notice a
-   * dead server.
+   * Defaults to 60 seconds. The waiting statement holds a snapshot, so this is also the oldest
+   * horizon the standby holds back from VACUUM; every re-arm leaves one {@code lock_timeout} ERROR
+   * line in the server log and every wait runs PostgreSQL's deadlock check once (after {@code
+   * deadlock_timeout}), so short waits cost the server; the waiting client's socket keepalives, not
+   * this timeout, notice a dead server.
    *
    * @param timeout at least 10 ms
    * @return this builder

@@ -165,7 +165,7 @@ class ReadmeSnippetsIntegrationTest {
     LeaderLoop waiting =
         LeaderLoop.builder(dataSource, LockKey.named("billing", "send-invoices"))
             .takeover(TakeoverMode.WAIT)
-            .waitTimeout(Duration.ofMinutes(5)) // the default; see below
+            .waitTimeout(Duration.ofSeconds(60)) // the default; see below
             .build();
     // end-snippet
     waiting.start(ctx -> {});

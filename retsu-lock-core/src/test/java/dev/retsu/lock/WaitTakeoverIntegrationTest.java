@@ -193,6 +193,43 @@ class WaitTakeoverIntegrationTest {
   }
 
   /**
+   * A waiting standby's statement holds a snapshot (its {@code backend_xmin}), so it holds back
+   * VACUUM's horizon while it waits; each re-arm after {@code waitTimeout} starts a new statement
+   * with a new snapshot, so the horizon it holds is never older than {@code waitTimeout}. Breaking
+   * the re-arm (a wait without {@code lock_timeout}) keeps the first snapshot and fails this test.
+   */
+  @Test
+  void aWaitingStandbyHoldsTheHorizonBackAtMostOneWaitTimeout(TestDatabase db) throws Exception {
+    LockKey key = TestKeys.next();
+    track(AdvisoryLock.of(db.dataSource(), key).tryAcquire().orElseThrow());
+    LeaderLoop standby =
+        track(
+            candidate(db.dataSource(), key, "wait-horizon")
+                .takeover(TakeoverMode.WAIT)
+                .waitTimeout(Duration.ofMillis(500))
+                .build());
+    standby.start(ctx -> {});
+    String xmin =
+        "SELECT coalesce(max(backend_xmin::text::int), 0) FROM pg_stat_activity WHERE"
+            + " application_name = 'retsu-lock:wait-horizon' AND wait_event = 'advisory'";
+    await().atMost(WITHIN).until(() -> db.queryInts(xmin).get(0) > 0);
+    int first = db.queryInts(xmin).get(0);
+    // Transactions elsewhere move the cluster's next xid on; the waiting statement's snapshot
+    // stays behind them until its wait is re-armed, then it is taken after them.
+    int next = 0;
+    for (int i = 0; i < 5; i++) {
+      next = db.queryInts("SELECT pg_current_xact_id()::text::int").get(0);
+    }
+    int taken = next;
+    await()
+        .atMost(WITHIN)
+        .pollInterval(Duration.ofMillis(20))
+        .until(() -> db.queryInts(xmin).get(0) > taken);
+    assertThat(first).isLessThanOrEqualTo(taken);
+    assertThat(standby.isLeader()).isFalse();
+  }
+
+  /**
    * In pgjdbc's simple query mode the combined statement is sent as text: the takeover works the
    * same, with the token from the wait.
    */

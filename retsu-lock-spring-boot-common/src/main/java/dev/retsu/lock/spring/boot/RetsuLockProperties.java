@@ -251,10 +251,10 @@ public class RetsuLockProperties {
     private Duration maxBackoff = Duration.ofMinutes(5);
 
     /**
-     * WAIT only: longest single blocking wait before it is re-armed (each re-arm leaves one ERROR
-     * line in the server log).
+     * WAIT only: longest single blocking wait before it is re-armed, and so the oldest horizon a
+     * waiting standby holds back from VACUUM (each re-arm leaves one ERROR line in the server log).
      */
-    private Duration waitTimeout = Duration.ofMinutes(5);
+    private Duration waitTimeout = Duration.ofSeconds(60);
 
     /** Run without a database, for tests: OFF, ALWAYS_LEADER or NEVER_LEADER. */
     private TestMode testMode = TestMode.OFF;
