@@ -238,7 +238,7 @@ public final class LockSession implements Session {
   public boolean repairAutocommit() throws SQLException {
     io.lock();
     try {
-      return open.get() && SessionOpener.endTransaction(conn);
+      return open.get() && SessionBorrow.endTransaction(conn);
     } finally {
       io.unlock();
     }
