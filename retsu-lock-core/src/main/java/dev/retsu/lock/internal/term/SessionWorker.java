@@ -57,7 +57,7 @@ public final class SessionWorker extends TermRefresh {
       ReleasePolicy policy,
       Owner owner,
       BooleanSupplier closing) {
-    super(session, options, listeners, policy, owner, closing);
+    super(new Parts(session, options, listeners, policy, owner, closing));
     this.wakeup = new Wakeup(options.time(), closing);
     session.listen(this);
   }

@@ -4,13 +4,11 @@ import dev.retsu.lock.LeaderTask;
 import dev.retsu.lock.LossReason;
 import dev.retsu.lock.internal.Diagnostics;
 import dev.retsu.lock.internal.TimeSource;
-import dev.retsu.lock.internal.session.Session;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
-import java.util.function.BooleanSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -33,14 +31,8 @@ abstract class TermRefresh extends TermEnd {
   private static final Comparator<TermState> BY_NEXT_REFRESH =
       Comparator.comparingLong(t -> t.nextRefresh);
 
-  TermRefresh(
-      Session session,
-      TermOptions options,
-      TermListeners listeners,
-      ReleasePolicy policy,
-      Owner owner,
-      BooleanSupplier closing) {
-    super(session, options, listeners, policy, owner, closing);
+  TermRefresh(Parts parts) {
+    super(parts);
   }
 
   /** Refreshes the terms that are due, the longest waiting first, until one ends the session. */
