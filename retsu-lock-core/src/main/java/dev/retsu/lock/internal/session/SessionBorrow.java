@@ -1,21 +1,19 @@
 package dev.retsu.lock.internal.session;
 
 import dev.retsu.lock.AdvisoryLockException;
-import dev.retsu.lock.UnsafeSessionException;
 import java.security.SecureRandom;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.HexFormat;
-import java.util.Optional;
 
 /**
- * What happens to a connection between the pool and a {@link SessionOpener}'s opening statement
- * (invariant 4, its first half): it is borrowed, with a clear failure naming the SQLState when the
- * database cannot be reached; an endpoint its provider documents as a transaction-mode pooler is
- * refused before any statement; the library's round trips are bounded; a transaction it was lent in
- * is ended; and the session's settings get a fresh random marker. {@link #endTransaction} is also
- * how a session is put back in autocommit after user work. Stateless, thread-safe.
+ * What happens to a connection between the pool and a {@link SessionOpener}'s opening statement: it
+ * is borrowed, with a clear failure naming the SQLState when the database cannot be reached; the
+ * library's round trips are bounded; a transaction it was lent in is ended; and the session's
+ * settings get a fresh random marker. Refusing an unsafe endpoint stays {@link SessionOpener}'s
+ * (invariant 4). {@link #endTransaction} is also how a session is put back in autocommit after user
+ * work. Stateless, thread-safe.
  */
 final class SessionBorrow {
 
@@ -76,20 +74,5 @@ final class SessionBorrow {
     byte[] b = new byte[16];
     RANDOM.nextBytes(b);
     return SessionSettings.of(spec.applicationName(), spec.settings(), HexFormat.of().formatHex(b));
-  }
-
-  /**
-   * Refuses, before any statement, an endpoint that its provider documents as a transaction-mode
-   * pooler (a lock taken there would stay on a pooled backend); returns the client's side of the
-   * route.
-   */
-  static ServerRoute refuseTransactionEndpoint(SessionOpener.Spec spec, Connection conn) {
-    ServerRoute client = ServerRoute.ofClient(conn);
-    Optional<UnsafeSessionException> refused =
-        Refusals.transactionEndpoint(client, spec.key(), spec.candidateId());
-    if (refused.isPresent()) {
-      throw refused.get();
-    }
-    return client;
   }
 }

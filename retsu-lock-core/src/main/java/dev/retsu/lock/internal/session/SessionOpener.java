@@ -3,6 +3,7 @@ package dev.retsu.lock.internal.session;
 import dev.retsu.lock.AdvisoryLockException;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.ServerPath;
+import dev.retsu.lock.UnsafeSessionException;
 import dev.retsu.lock.internal.TimeSource;
 import java.sql.Array;
 import java.sql.Connection;
@@ -80,7 +81,7 @@ public final class SessionOpener {
     boolean settled = false;
     try {
       int previousTimeout = conn.getNetworkTimeout();
-      ServerRoute client = SessionBorrow.refuseTransactionEndpoint(spec, conn);
+      ServerRoute client = refuseTransactionEndpoint(spec, conn);
       boolean autoCommit = SessionBorrow.prepare(spec, conn);
       SessionSettings settings = SessionBorrow.settings(spec);
       long start = spec.time().nanoTime();
@@ -137,7 +138,7 @@ public final class SessionOpener {
     Connection conn = SessionBorrow.borrow(spec);
     boolean kept = false;
     try {
-      ServerRoute client = SessionBorrow.refuseTransactionEndpoint(spec, conn);
+      ServerRoute client = refuseTransactionEndpoint(spec, conn);
       SessionBorrow.prepare(spec, conn);
       SessionSettings settings = SessionBorrow.settings(spec);
       long start = spec.time().nanoTime();
@@ -229,6 +230,21 @@ public final class SessionOpener {
     if (alreadyHeld) {
       throw Refusals.alreadyHeld(pid, route, spec.key(), spec.candidateId());
     }
+  }
+
+  /**
+   * Refuses, before any statement, an endpoint that its provider documents as a transaction-mode
+   * pooler (a lock taken there would stay on a pooled backend); returns the client's side of the
+   * route.
+   */
+  private static ServerRoute refuseTransactionEndpoint(Spec spec, Connection conn) {
+    ServerRoute client = ServerRoute.ofClient(conn);
+    Optional<UnsafeSessionException> refused =
+        Refusals.transactionEndpoint(client, spec.key(), spec.candidateId());
+    if (refused.isPresent()) {
+      throw refused.get();
+    }
+    return client;
   }
 
   /** The route with the server's side of it, from the four columns starting at {@code column}. */
