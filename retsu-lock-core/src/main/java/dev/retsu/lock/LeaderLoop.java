@@ -2,14 +2,12 @@ package dev.retsu.lock;
 
 import dev.retsu.lock.internal.Checks;
 import dev.retsu.lock.internal.Lifecycle;
+import dev.retsu.lock.internal.loop.ContendLoop;
 import dev.retsu.lock.internal.loop.LoopSettings;
 import dev.retsu.lock.internal.loop.LoopTerm;
 import dev.retsu.lock.internal.loop.Standby;
-import dev.retsu.lock.internal.session.Session;
 import dev.retsu.lock.internal.term.SessionWatchdog;
 import dev.retsu.lock.internal.term.TermListeners;
-import dev.retsu.lock.internal.term.TermState;
-import dev.retsu.lock.internal.term.Wakeup;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
@@ -17,8 +15,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.function.BooleanSupplier;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -74,18 +70,10 @@ public final class LeaderLoop implements AutoCloseable {
   private final String context;
   private final TermListeners listeners;
   private final Standby standby;
-  private final Wakeup wakeup;
+  private final ContendLoop loop;
   private final Lifecycle lifecycle = new Lifecycle();
-  private final AtomicBoolean closing = new AtomicBoolean();
-
-  /** One supplier for every term, linked once: not a new method reference at each takeover. */
-  private final BooleanSupplier isClosing = closing::get;
-
   private final CountDownLatch finished = new CountDownLatch(1);
-  private volatile LoopTerm current;
   private volatile Thread runner;
-  private volatile Duration cooldown = Duration.ZERO;
-  private long termCounter;
 
   LeaderLoop(LoopSettings settings) {
     this(settings, new Standby(settings));
@@ -97,7 +85,7 @@ public final class LeaderLoop implements AutoCloseable {
     this.context = settings.context();
     this.listeners = new TermListeners(settings.term().listeners(), context);
     this.standby = standby;
-    this.wakeup = new Wakeup(settings.term().time(), isClosing);
+    this.loop = new ContendLoop(settings, listeners, standby);
   }
 
   /** The validated settings this loop runs with (tests in this package read them). */
@@ -204,7 +192,7 @@ public final class LeaderLoop implements AutoCloseable {
    * @return true while leading
    */
   public boolean isLeader() {
-    LoopTerm t = current;
+    LoopTerm t = loop.current();
     return t != null && t.state().isHeld() && t.state().isLeader();
   }
 
@@ -214,7 +202,7 @@ public final class LeaderLoop implements AutoCloseable {
    * @return the term, or empty when not leading
    */
   public Optional<Term> currentTerm() {
-    LoopTerm t = current;
+    LoopTerm t = loop.current();
     return t == null || !t.state().isHeld() ? Optional.empty() : Optional.of(t.state().term());
   }
 
@@ -227,7 +215,7 @@ public final class LeaderLoop implements AutoCloseable {
    * @return the info, or empty when not leading (also during a {@code takeoverDelay})
    */
   public Optional<LeaderInfo> leaderInfo() {
-    LoopTerm t = current;
+    LoopTerm t = loop.current();
     if (t == null || !t.state().isHeld()) {
       return Optional.empty();
     }
@@ -247,16 +235,7 @@ public final class LeaderLoop implements AutoCloseable {
    */
   public boolean yield(Duration cooldown) {
     Checks.nonNegative("cooldown", cooldown);
-    LoopTerm t = current;
-    if (t == null || !t.state().isHeld()) {
-      return false;
-    }
-    this.cooldown = cooldown;
-    boolean yielded = t.yieldTerm();
-    if (yielded) {
-      LOG.info("{} Yielded leadership; not contending for {}", context, cooldown);
-    }
-    return yielded;
+    return loop.yield(cooldown);
   }
 
   /**
@@ -330,7 +309,7 @@ public final class LeaderLoop implements AutoCloseable {
             ? null
             : settings.term().watch().watch(key(), listeners::leaderChanged);
     try {
-      contend(task, watchdog);
+      loop.contend(task, watchdog);
       lifecycle.close();
     } catch (RuntimeException | Error e) {
       lifecycle.fail(e);
@@ -349,68 +328,6 @@ public final class LeaderLoop implements AutoCloseable {
   }
 
   /**
-   * The contend loop: attempt; when the lock is won, take the fencing token and lead the term until
-   * it ends; then the standby says how long to wait, or ends the loop (the failure policy).
-   */
-  private void contend(LeaderTask task, SessionWatchdog watchdog) {
-    while (!closing.get()) {
-      long started = settings.term().time().nanoTime();
-      Optional<Session> won = Optional.empty();
-      LoopTerm term;
-      try {
-        won = standby.attempt();
-        if (won.isEmpty()) {
-          listeners.attempt(AttemptResult.HELD_ELSEWHERE, since(started), null);
-          if (!wakeup.pause(standby.afterHeldElsewhere())) {
-            return;
-          }
-          continue;
-        }
-        term = LoopTerm.begin(won.get(), termCounter + 1, settings, listeners, isClosing);
-      } catch (AdvisoryLockException e) {
-        listeners.attempt(AttemptResult.ERROR, since(started), e);
-        if (closing.get()
-            || e.getCause() instanceof InterruptedException
-            || !wakeup.pause(standby.afterFailure(e, won.isPresent()))) {
-          return;
-        }
-        continue;
-      }
-      termCounter++;
-      current = term;
-      LossReason reason =
-          term.lead(
-              task,
-              since(started),
-              listeners,
-              watchdog,
-              isClosing,
-              standby.previousEndedGracefully(),
-              standby.preferredWaitingAtGrant());
-      current = null;
-      TermState ended = term.state();
-      if (reason == LossReason.CLOSED) {
-        return;
-      }
-      if (reason == LossReason.YIELDED) {
-        Duration pause = cooldown;
-        cooldown = Duration.ZERO;
-        if (!wakeup.pause(pause)) {
-          return;
-        }
-        continue;
-      }
-      if (!wakeup.pause(standby.afterTerm(ended))) {
-        return;
-      }
-    }
-  }
-
-  private Duration since(long startNanos) {
-    return Duration.ofNanos(settings.term().time().nanoTime() - startNanos);
-  }
-
-  /**
    * Stops the loop. A running refresh is interrupted and awaited up to {@code closeTimeout}; then
    * listeners hear {@code onLost}; then the lock is released. A refresh that ignores the interrupt
    * past {@code closeTimeout} is logged at ERROR, naming its thread, and the lock is released
@@ -418,18 +335,13 @@ public final class LeaderLoop implements AutoCloseable {
    */
   @Override
   public void close() {
-    if (!closing.compareAndSet(false, true)) {
+    if (!loop.markClosing()) {
       return;
     }
     if (lifecycle.phase() == Lifecycle.Phase.NEW) {
       lifecycle.close();
     }
-    wakeup.wakeAll();
-    standby.close();
-    LoopTerm t = current;
-    if (t != null) {
-      t.close();
-    }
+    loop.stop();
     Thread r = runner;
     if (r == null || r == Thread.currentThread()) {
       return;

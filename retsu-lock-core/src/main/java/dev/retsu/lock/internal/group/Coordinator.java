@@ -1,20 +1,10 @@
 package dev.retsu.lock.internal.group;
 
-import dev.retsu.lock.LockKey;
 import dev.retsu.lock.internal.TimeSource;
-import dev.retsu.lock.internal.term.TermState;
-import java.util.ArrayList;
 import java.util.BitSet;
-import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
-import java.util.Set;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.LockSupport;
 import org.slf4j.Logger;
@@ -24,10 +14,11 @@ import org.slf4j.LoggerFactory;
  * A group member's rounds ({@code retsu-lock-group-<name>-coordinator}, daemon): every {@code
  * membershipInterval} (jittered by 10 %) it reads the membership on the first session, yields the
  * surplus over its fair share gracefully, and tries free keys up to its quota, spread over its
- * sessions; the decisions are {@link Rebalancer}'s. After a server restart, a member whose
- * membership session was opened again plans with no fewer members than it saw before for {@code
- * heartbeatInterval + reconnectInterval + membershipInterval}, and rebalances as soon as all its
- * sessions are open. Not thread-safe: one coordinator thread; {@link #nudge} from any.
+ * sessions; the decisions are {@link Rebalancer}'s, and {@link KeyPlacement} carries them out.
+ * After a server restart, a member whose membership session was opened again plans with no fewer
+ * members than it saw before for {@code heartbeatInterval + reconnectInterval +
+ * membershipInterval}, and rebalances as soon as all its sessions are open. Not thread-safe: one
+ * coordinator thread; {@link #nudge} from any.
  */
 public final class Coordinator implements Runnable {
 
@@ -47,6 +38,7 @@ public final class Coordinator implements Runnable {
   private final GroupCore core;
   private final List<SessionSlot> slots;
   private final Rebalancer rebalancer;
+  private final KeyPlacement placement;
   private final TimeSource time;
   private final AtomicBoolean roundNow = new AtomicBoolean();
   private volatile Thread thread;
@@ -68,6 +60,7 @@ public final class Coordinator implements Runnable {
     this.slots = slots;
     this.rebalancer = new Rebalancer(core.settings().keys().size());
     this.time = core.settings().term().time();
+    this.placement = new KeyPlacement(core, slots, rebalancer);
   }
 
   /** Starts the coordinator's thread. */
@@ -149,7 +142,7 @@ public final class Coordinator implements Runnable {
   /** One round: read the members, yield the surplus, try keys up to the quota. */
   void round() {
     SessionSlot first = slots.get(0);
-    long[] seen = await(first.members());
+    long[] seen = placement.await(first.members());
     long mine = first.membershipSlot();
     int rank = seen == null || mine < 0 ? -1 : rankOf(seen, mine);
     if (rank < 0) {
@@ -181,11 +174,11 @@ public final class Coordinator implements Runnable {
     counted.andNot(handedOff); // a key another member yielded is held above the quota for now
     List<Integer> surplus = rebalancer.surplus(counted);
     if (!surplus.isEmpty()) {
-      yieldSurplus(surplus);
+      placement.yieldSurplus(surplus, members);
       return;
     }
-    takeHandedOff(handedOff, held);
-    takeUpToQuota(rebalancer.roundBudget(counted.cardinality(), MIN_TRIES_PER_ROUND));
+    placement.takeHandedOff(handedOff, held);
+    placement.takeUpToQuota(rebalancer.roundBudget(counted.cardinality(), MIN_TRIES_PER_ROUND));
   }
 
   private boolean below() {
@@ -221,129 +214,5 @@ public final class Coordinator implements Runnable {
       rejoining = false;
     }
     return rebalancer.plannedMembers(seen, rejoining);
-  }
-
-  private void yieldSurplus(List<Integer> surplus) {
-    Map<SessionSlot, List<LockKey>> bySlot = new LinkedHashMap<>();
-    for (int k : surplus) {
-      TermState t = core.owned().get(core.settings().keys().get(k));
-      SessionSlot s = t == null ? null : slotOf(t);
-      if (s != null) {
-        bySlot.computeIfAbsent(s, x -> new ArrayList<>()).add(t.term().key());
-      }
-    }
-    List<CompletableFuture<Integer>> done = new ArrayList<>();
-    bySlot.forEach((s, keys) -> done.add(s.release(keys)));
-    for (CompletableFuture<Integer> f : done) {
-      Integer n = await(f);
-      core.yielded(n == null ? 0 : n);
-    }
-    LOG.info(
-        "{} Yielded {} key(s) to rebalance ({} members)",
-        core.settings().context(),
-        surplus.size(),
-        members);
-  }
-
-  /** Tries the keys other members yielded and cool down from, whatever the quota. */
-  private void takeHandedOff(BitSet handedOff, BitSet held) {
-    List<LockKey> keys = new ArrayList<>();
-    long at = time.nanoTime();
-    for (int i = handedOff.nextSetBit(0); i >= 0; i = handedOff.nextSetBit(i + 1)) {
-      LockKey k = core.settings().keys().get(i);
-      if (!held.get(i) && core.mayTake(k, at)) { // not the one this member yielded itself
-        keys.add(k);
-      }
-    }
-    SessionSlot target = leastLoaded();
-    if (!keys.isEmpty() && target != null) {
-      await(target.tryKeys(keys, keys.size()));
-    }
-  }
-
-  /** A sweep of the whole ring after a change, a few hundred keys at rest (see Rebalancer). */
-  private void takeUpToQuota(int budget) {
-    while (budget > 0 && !core.closing()) {
-      BitSet now = core.heldSet();
-      int missing = rebalancer.quota() - now.cardinality();
-      SessionSlot target = leastLoaded();
-      if (missing <= 0 || target == null) {
-        return;
-      }
-      Rebalancer.Chunk chunk =
-          rebalancer.nextChunk(now, Math.min(budget, core.settings().batchSize()));
-      if (chunk.isEmpty()) {
-        return;
-      }
-      List<LockKey> keys = new ArrayList<>(chunk.size());
-      for (int k : chunk.keys()) {
-        keys.add(core.settings().keys().get(k));
-      }
-      // Spread keys over the sessions: one statement gives the least loaded session at most its
-      // even share of the quota (more only while other sessions are down and it is over it).
-      int share = (rebalancer.quota() + slots.size() - 1) / slots.size();
-      int load = target.heldCount();
-      int limit = load < share ? Math.min(missing, share - load) : missing;
-      List<LockKey> wanted = new ArrayList<>(keys.size());
-      long at = time.nanoTime();
-      for (LockKey k : keys) {
-        if (core.mayTake(k, at)) {
-          wanted.add(k); // not a key this member yielded and cools down from
-        }
-      }
-      List<LockKey> granted = wanted.isEmpty() ? List.of() : await(target.tryKeys(wanted, limit));
-      if (granted == null) {
-        return;
-      }
-      Set<LockKey> got = new HashSet<>(granted);
-      List<Integer> positions = new ArrayList<>(granted.size());
-      for (int p = 0; p < keys.size(); p++) {
-        if (got.contains(keys.get(p))) {
-          positions.add(p);
-        }
-      }
-      int tried = Rebalancer.tried(chunk, positions, limit);
-      rebalancer.advance(chunk, tried);
-      budget -= tried;
-    }
-  }
-
-  private SessionSlot leastLoaded() {
-    SessionSlot best = null;
-    int load = Integer.MAX_VALUE;
-    for (SessionSlot s : slots) {
-      if (s.worker() != null && s.heldCount() < load) {
-        best = s;
-        load = s.heldCount();
-      }
-    }
-    return best;
-  }
-
-  private SessionSlot slotOf(TermState t) {
-    for (SessionSlot s : slots) {
-      if (s.worker() != null && s.worker().terms().get(t.term().key()) == t) {
-        return s;
-      }
-    }
-    return null;
-  }
-
-  /** Waits for a slot's answer, bounded; null on timeout or when closing. */
-  private <T> T await(CompletableFuture<T> f) {
-    long bound =
-        core.settings().term().roundTripTimeout().toMillis() * 2
-            + core.settings().term().closeTimeout().toMillis();
-    try {
-      return f.get(bound, TimeUnit.MILLISECONDS);
-    } catch (InterruptedException e) {
-      if (!core.closing()) {
-        Thread.currentThread().interrupt();
-      }
-      return null;
-    } catch (ExecutionException | TimeoutException e) {
-      LOG.debug("{} A session did not answer: {}", core.settings().context(), e.toString());
-      return null;
-    }
   }
 }

@@ -12,7 +12,6 @@ import dev.retsu.lock.internal.session.Session;
 import dev.retsu.lock.internal.session.SessionOpener;
 import dev.retsu.lock.internal.session.SessionSql;
 import dev.retsu.lock.internal.session.SessionTerminator;
-import dev.retsu.lock.internal.session.TokenMode;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -35,8 +34,8 @@ import org.slf4j.LoggerFactory;
  * that this backend does not already hold the key (a transaction-mode pooler shares backends; a
  * plain re-entrant lock there would make two leaders). Waits are long (minutes by default) because
  * each re-arm costs the server an ERROR line and a deadlock check; re-arming puts the waiter at the
- * back of PostgreSQL's queue. Thread-safe: {@link #await()} from one thread, {@link #close()} from
- * any.
+ * back of PostgreSQL's queue. The session is made ready to wait by {@link WaitArming}. Thread-safe:
+ * {@link #await()} from one thread, {@link #close()} from any.
  */
 public final class LockWaiter implements AutoCloseable {
 
@@ -121,67 +120,21 @@ public final class LockWaiter implements AutoCloseable {
   public static LockWaiter open(SessionOpener.Spec spec, Duration waitTimeout, boolean listen) {
     Session s = SessionOpener.open(spec);
     try {
-      Object[] armed =
-          s.call(
-              c -> {
-                String[] before = armTimeouts(c, waitTimeout);
-                boolean wal = TokenMode.walTimeline(spec.dataSource(), c, spec.context());
-                if (listen) {
-                  try (java.sql.Statement st = c.createStatement()) {
-                    st.execute("LISTEN " + Notices.CHANNEL);
-                  }
-                }
-                if (!clientKeepalives(spec, c)) {
-                  LOG.debug(
-                      "{} Client keepalives unavailable; a dead server is noticed after"
-                          + " waitTimeout",
-                      spec.context());
-                }
-                return new Object[] {before[0], before[1], wal};
-              });
+      WaitArming.Armed armed = s.call(c -> WaitArming.arm(spec, c, waitTimeout, listen));
       return new LockWaiter(
-          spec, s, waitTimeout, (String) armed[0], (String) armed[1], (Boolean) armed[2], listen);
+          spec,
+          s,
+          waitTimeout,
+          armed.lockTimeout(),
+          armed.statementTimeout(),
+          armed.walTimeline(),
+          listen);
     } catch (SQLException e) {
       s.abort();
       throw SessionOpener.failed(spec, "Opening a waiting session failed", e);
     } catch (RuntimeException e) {
       s.abort();
       throw e;
-    }
-  }
-
-  /** Sets the wait's own lock_timeout and no statement_timeout; returns the session's own. */
-  private static String[] armTimeouts(Connection c, Duration waitTimeout) throws SQLException {
-    try (PreparedStatement ps =
-        c.prepareStatement(
-            "SELECT pg_catalog.current_setting('lock_timeout'),"
-                + " pg_catalog.current_setting('statement_timeout'),"
-                + " pg_catalog.set_config('lock_timeout', ?::text, false),"
-                + " pg_catalog.set_config('statement_timeout', '0', false)")) {
-      ps.setString(1, waitTimeout.toMillis() + "ms");
-      try (ResultSet rs = ps.executeQuery()) {
-        rs.next();
-        return new String[] {rs.getString(1), rs.getString(2)};
-      }
-    }
-  }
-
-  /**
-   * Gives the client's socket the keepalives the server side gets, so a client blocked in a long
-   * wait notices a dead server or a healed partition as fast as the server notices a dead client.
-   */
-  private static boolean clientKeepalives(SessionOpener.Spec spec, Connection c) {
-    String idle = spec.settings().get("tcp_keepalives_idle");
-    String interval = spec.settings().get("tcp_keepalives_interval");
-    String count = spec.settings().get("tcp_keepalives_count");
-    if (idle == null || interval == null || count == null) {
-      return false;
-    }
-    try {
-      return PgSession.clientKeepalives(
-          c, Integer.parseInt(idle), Integer.parseInt(interval), Integer.parseInt(count));
-    } catch (NumberFormatException e) {
-      return false;
     }
   }
 

@@ -6,8 +6,6 @@ import dev.retsu.lock.LossReason;
 import dev.retsu.lock.SqlFunction;
 import dev.retsu.lock.internal.TimeSource;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.Collection;
 import java.util.List;
@@ -35,7 +33,8 @@ import org.slf4j.LoggerFactory;
  *   <li>{@link #prove()}: O(1) by pid and marker while user code has not touched the session since
  *       the last full proof, else one {@code pg_locks} read that also re-applies the settings when
  *       {@code RESET ALL} or {@code DISCARD} cleared them;
- *   <li>the probe, the socket wait, autocommit repair, the fencing token, batch lock and unlock.
+ *   <li>the probe, the socket wait, autocommit repair, the fencing token and the names and notices
+ *       that show it ({@link SessionToken}), batch lock and unlock.
  * </ul>
  *
  * <p>What it finds, it reports to its {@link Listener} on the calling thread, with the I/O lock
@@ -47,19 +46,15 @@ public final class LockSession implements Session {
 
   private final SessionId id;
   private final Connection conn;
-  private volatile SessionSettings settings;
-  private volatile FencingToken namedFor;
-  private volatile FencingToken settingsFor;
+  private final SessionToken token;
   private final TimeSource time;
   private final Proofs proofs;
   private final int roundTripMillis;
   private final ReentrantLock io = new ReentrantLock(true);
   private final AtomicBoolean open = new AtomicBoolean(true);
   private final SessionSocket socket;
-  private volatile FencingToken granted;
   private final Set<LockKey> keys = ConcurrentHashMap.newKeySet();
   private volatile Listener listener = Listener.NONE;
-  private volatile boolean warnedReset;
 
   LockSession(
       SessionId id,
@@ -70,11 +65,11 @@ public final class LockSession implements Session {
       int roundTripMillis) {
     this.id = id;
     this.conn = conn;
-    this.settings = settings;
     this.time = time;
     this.proofs = proofs;
     this.roundTripMillis = roundTripMillis;
     this.socket = new SessionSocket(id, conn, io, open, proofs);
+    this.token = new SessionToken(id, conn, settings, time, proofs);
   }
 
   @Override
@@ -145,7 +140,7 @@ public final class LockSession implements Session {
       }
       Set<LockKey> missing;
       try {
-        missing = OwnershipProof.run(this, conn, currentSettings(), roundTripMillis);
+        missing = OwnershipProof.run(this, conn, token.currentSettings(), roundTripMillis);
       } catch (ProofException e) {
         listener.sessionEnded(e.reason(), e.getCause());
         throw e;
@@ -173,13 +168,7 @@ public final class LockSession implements Session {
 
   /** Logs, once per session, that user SQL reset it and its settings were applied again. */
   void settingsReapplied() {
-    if (!warnedReset) {
-      warnedReset = true;
-      LOG.warn(
-          "{} RESET ALL or DISCARD ran on the session (user SQL): its settings, among them the"
-              + " server-side bounds, were applied again",
-          id.context());
-    }
+    token.settingsReapplied();
   }
 
   ReentrantLock io() {
@@ -249,7 +238,7 @@ public final class LockSession implements Session {
   public boolean repairAutocommit() throws SQLException {
     io.lock();
     try {
-      return open.get() && SessionOpener.endTransaction(conn);
+      return open.get() && SessionBorrow.endTransaction(conn);
     } finally {
       io.unlock();
     }
@@ -263,41 +252,13 @@ public final class LockSession implements Session {
    */
   @Override
   public void tokenTaken(FencingToken token) {
-    granted = token;
-    termNamed(token);
+    this.token.taken(token);
   }
 
   /**
-   * The token statement renamed the session: proofs that re-apply settings keep the new name. Only
-   * recorded here (a takeover runs no string building); {@link #currentSettings()} makes the name.
-   */
-  private void termNamed(FencingToken token) {
-    namedFor = token;
-  }
-
-  /** The settings a proof applies again: with the term's name once a token was taken. */
-  private SessionSettings currentSettings() {
-    FencingToken token = namedFor;
-    if (token != null && token != settingsFor) {
-      settings = settings.withApplicationName(Notices.termName(candidateName(), token));
-      settingsFor = token;
-    }
-    return settings;
-  }
-
-  /** The candidate's {@code application_name} as opened, without a term's token. */
-  private String candidateName() {
-    return Notices.candidateName(settings.get("application_name"));
-  }
-
-  /**
-   * Takes a fencing token on this session; checks that the backend did not change. The same
-   * statement shows the token in the session's {@code application_name} and notifies {@code
-   * acquired} for {@code announce} ({@link Notices}). A token the winning statement took already
-   * ({@link #tokenTaken}, which named and notified too) is returned once, without a round trip.
+   * Takes a fencing token on this session ({@link SessionToken#take}); checks that the backend did
+   * not change.
    *
-   * @param announce the keys whose terms start with this token
-   * @return the token
    * @throws SQLException when the statement failed (a changed backend is an {@link
    *     dev.retsu.lock.UnsafeSessionException})
    */
@@ -308,35 +269,7 @@ public final class LockSession implements Session {
       if (!open.get()) {
         throw closed();
       }
-      FencingToken taken = granted;
-      if (taken != null) {
-        granted = null;
-        return taken;
-      }
-      boolean wal = TokenMode.walTimeline(id.dataSource(), conn, id.context());
-      long start = time.nanoTime();
-      String name = candidateName();
-      try (PreparedStatement ps = conn.prepareStatement(SessionSql.fencingToken(wal))) {
-        ps.setString(1, Notices.termPrefix(name));
-        ps.setString(2, id.candidateId());
-        String[] ids = new String[announce.size()];
-        for (int i = 0; i < ids.length; i++) {
-          ids[i] = Notices.keyId(announce.get(i));
-        }
-        ps.setArray(3, conn.createArrayOf("text", ids));
-        ps.setString(4, name);
-        try (ResultSet rs = ps.executeQuery()) {
-          rs.next();
-          int pid = rs.getInt(4);
-          if (pid != id.pid()) {
-            throw Refusals.pidChanged(id, pid);
-          }
-          proofs.owned(start, false); // right after the key was taken, on the same backend
-          FencingToken token = new FencingToken(rs.getInt(2), rs.getLong(1));
-          termNamed(token);
-          return token;
-        }
-      }
+      return token.take(announce);
     } finally {
       io.unlock();
     }
@@ -360,14 +293,7 @@ public final class LockSession implements Session {
         });
   }
 
-  /**
-   * Notifies {@code released} for terms about to be released gracefully, in one statement, before
-   * the release: a watcher learns of it at once, and a successor that waited on the key knows that
-   * the term ended gracefully. Best effort: a failure is logged at DEBUG (the release follows
-   * anyway; watchers then learn of it from their bounded check).
-   *
-   * @param payloads the notices ({@link Notices#released})
-   */
+  /** Notifies {@code released} before a graceful release ({@link SessionToken#released}). */
   @Override
   public void released(List<String> payloads) {
     if (payloads.isEmpty()) {
@@ -378,16 +304,7 @@ public final class LockSession implements Session {
       if (!open.get()) {
         return;
       }
-      long start = time.nanoTime();
-      try (PreparedStatement ps = conn.prepareStatement(SessionSql.released())) {
-        ps.setArray(1, conn.createArrayOf("text", payloads.toArray()));
-        try (ResultSet rs = ps.executeQuery()) {
-          rs.next();
-        }
-        proofs.alive(start);
-      } catch (SQLException e) {
-        LOG.debug("{} Could not notify the release: {}", id.context(), e.toString());
-      }
+      token.released(payloads);
     } finally {
       io.unlock();
     }
@@ -419,7 +336,7 @@ public final class LockSession implements Session {
   }
 
   String marker() {
-    return settings.marker();
+    return token.marker();
   }
 
   TimeSource time() {

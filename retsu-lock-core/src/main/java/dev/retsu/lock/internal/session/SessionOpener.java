@@ -5,15 +5,12 @@ import dev.retsu.lock.LockKey;
 import dev.retsu.lock.ServerPath;
 import dev.retsu.lock.UnsafeSessionException;
 import dev.retsu.lock.internal.TimeSource;
-import java.security.SecureRandom;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -30,12 +27,12 @@ import org.slf4j.LoggerFactory;
  * transaction-mode pooler is refused before that statement, and a session through a proxy is logged
  * at WARN. A session that is refused or fails half way is ended, never handed back to its pool; a
  * POLL attempt that did not get the lock hands its connection back holding nothing, as it found it.
- * Stateless, thread-safe.
+ * What happens to the connection before that statement is {@link SessionBorrow}'s. Stateless,
+ * thread-safe.
  */
 public final class SessionOpener {
 
   private static final Logger LOG = LoggerFactory.getLogger(SessionOpener.class);
-  private static final SecureRandom RANDOM = new SecureRandom();
 
   /**
    * What a session is opened with.
@@ -80,13 +77,13 @@ public final class SessionOpener {
    *     {@link dev.retsu.lock.UnsafeSessionException} on a hot standby or a shared backend)
    */
   public static Optional<LockSession> tryLock(Spec spec) {
-    Connection conn = borrow(spec);
+    Connection conn = SessionBorrow.borrow(spec);
     boolean settled = false;
     try {
       int previousTimeout = conn.getNetworkTimeout();
       ServerRoute client = refuseTransactionEndpoint(spec, conn);
-      boolean autoCommit = prepare(spec, conn);
-      SessionSettings settings = settings(spec);
+      boolean autoCommit = SessionBorrow.prepare(spec, conn);
+      SessionSettings settings = SessionBorrow.settings(spec);
       long start = spec.time().nanoTime();
       long wall = spec.time().wallMillis();
       try (PreparedStatement ps = conn.prepareStatement(SessionSql.tryLock(spec.key()))) {
@@ -138,12 +135,12 @@ public final class SessionOpener {
    * @throws AdvisoryLockException when it cannot be opened or is refused
    */
   public static LockSession open(Spec spec) {
-    Connection conn = borrow(spec);
+    Connection conn = SessionBorrow.borrow(spec);
     boolean kept = false;
     try {
       ServerRoute client = refuseTransactionEndpoint(spec, conn);
-      prepare(spec, conn);
-      SessionSettings settings = settings(spec);
+      SessionBorrow.prepare(spec, conn);
+      SessionSettings settings = SessionBorrow.settings(spec);
       long start = spec.time().nanoTime();
       long wall = spec.time().wallMillis();
       try (PreparedStatement ps = conn.prepareStatement(SessionSql.open())) {
@@ -225,12 +222,6 @@ public final class SessionOpener {
     return new LockSession(id, conn, settings, spec.time(), proofs, spec.roundTripMillis());
   }
 
-  private static SessionSettings settings(Spec spec) {
-    byte[] b = new byte[16];
-    RANDOM.nextBytes(b);
-    return SessionSettings.of(spec.applicationName(), spec.settings(), HexFormat.of().formatHex(b));
-  }
-
   private static void refuseUnsafe(
       Spec spec, ServerRoute route, int pid, boolean inRecovery, boolean alreadyHeld) {
     if (inRecovery) {
@@ -275,54 +266,6 @@ public final class SessionOpener {
           spec.candidateId(),
           new InterruptedException());
     }
-  }
-
-  /**
-   * Borrows a connection.
-   *
-   * @throws AdvisoryLockException when the database cannot be reached (the SQLException is the
-   *     cause)
-   */
-  static Connection borrow(Spec spec) {
-    try {
-      return spec.dataSource().getConnection();
-    } catch (SQLException e) {
-      throw new AdvisoryLockException(
-          "Cannot connect to the database (SQLState " + e.getSQLState() + ")",
-          spec.key(),
-          spec.candidateId(),
-          e);
-    }
-  }
-
-  /** Bounds our round trips and ends a lent transaction; returns autocommit as borrowed. */
-  private static boolean prepare(Spec spec, Connection conn) throws SQLException {
-    conn.setNetworkTimeout(SessionTerminator.DIRECT, spec.roundTripMillis());
-    boolean autoCommit = conn.getAutoCommit();
-    endTransaction(conn);
-    return autoCommit;
-  }
-
-  /**
-   * Puts a connection in autocommit with no transaction open: rolls back what is uncommitted (a
-   * session lock taken inside it would outlive it, and the session would idle in it).
-   *
-   * @return true if something had to be rolled back or autocommit turned back on
-   */
-  static boolean endTransaction(Connection conn) throws SQLException {
-    if (!conn.getAutoCommit()) {
-      conn.rollback();
-      conn.setAutoCommit(true);
-      return true;
-    }
-    PgSession.Transaction tx = PgSession.transaction(conn);
-    if (tx == PgSession.Transaction.OPEN || tx == PgSession.Transaction.FAILED) {
-      try (Statement s = conn.createStatement()) {
-        s.execute("ROLLBACK");
-      }
-      return true;
-    }
-    return false;
   }
 
   /**

@@ -4,15 +4,11 @@ import dev.retsu.lock.LeaderTask;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.LossReason;
 import dev.retsu.lock.Term;
-import dev.retsu.lock.internal.Diagnostics;
 import dev.retsu.lock.internal.TimeSource;
 import dev.retsu.lock.internal.session.Proofs;
 import dev.retsu.lock.internal.session.Session;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.Comparator;
-import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -28,11 +24,11 @@ import org.slf4j.LoggerFactory;
  * because the wait is a read on the session's own socket; while user code on another thread uses
  * the session, the worker leaves the socket to it and reads it once per slice instead.
  *
- * <p>How terms end is {@link TermEnd}'s; the watchdog's duties are {@link SessionWatchdog}'s. The
- * only difference between the recipes is the {@link ReleasePolicy}. Thread-safe: {@link #run} on
- * one thread; everything else from any.
+ * <p>How one refresh runs is {@link TermRefresh}'s; how terms end is {@link TermEnd}'s; the
+ * watchdog's duties are {@link SessionWatchdog}'s. The only difference between the recipes is the
+ * {@link ReleasePolicy}. Thread-safe: {@link #run} on one thread; everything else from any.
  */
-public final class SessionWorker extends TermEnd {
+public final class SessionWorker extends TermRefresh {
 
   private static final Logger LOG = LoggerFactory.getLogger(SessionWorker.class);
 
@@ -40,12 +36,6 @@ public final class SessionWorker extends TermEnd {
   public static final int IDLE_SLICE_MILLIS = 10;
 
   static final long SLICE_NANOS = IDLE_SLICE_MILLIS * 1_000_000L;
-
-  /**
-   * A constant, linked at class initialisation (the warm-up), not at a takeover's first refresh.
-   */
-  private static final Comparator<TermState> BY_NEXT_REFRESH =
-      Comparator.comparingLong(t -> t.nextRefresh);
 
   private final ConcurrentLinkedQueue<Runnable> jobs = new ConcurrentLinkedQueue<>();
   private final Wakeup wakeup;
@@ -67,7 +57,7 @@ public final class SessionWorker extends TermEnd {
       ReleasePolicy policy,
       Owner owner,
       BooleanSupplier closing) {
-    super(session, options, listeners, policy, owner, closing);
+    super(new Parts(session, options, listeners, policy, owner, closing));
     this.wakeup = new Wakeup(options.time(), closing);
     session.listen(this);
   }
@@ -185,98 +175,6 @@ public final class SessionWorker extends TermEnd {
     Runnable j;
     while (endReason() == null && (j = jobs.poll()) != null) {
       j.run();
-    }
-  }
-
-  private void refreshDue(LeaderTask task) {
-    long now = options.time().nanoTime();
-    List<TermState> due = new ArrayList<>();
-    for (TermState t : terms.values()) {
-      if (!t.ended() && now - t.nextRefresh >= 0) {
-        due.add(t);
-      }
-    }
-    due.sort(BY_NEXT_REFRESH);
-    for (TermState t : due) {
-      if (endReason() != null || closing.getAsBoolean()) {
-        return;
-      }
-      if (!t.ended()) {
-        refresh(t, task);
-      }
-    }
-  }
-
-  private void refresh(TermState t, LeaderTask task) {
-    TimeSource time = options.time();
-    if (session.proofs().fence().expired()) {
-      selfFence(); // e.g. resumed after a pause longer than the deadline: before any leader work
-      return;
-    }
-    if (t.announceAtFirstRefresh && !t.announced) {
-      listeners.acquired(t); // a deferred announcement (a loop's lock-delay)
-      if (!t.announced) {
-        return; // it ended meanwhile
-      }
-    }
-    long start = time.nanoTime();
-    Throwable failure = null;
-    taskDeadline = start + options.refreshTimeout().toNanos();
-    running = t;
-    watchdogWake();
-    try {
-      task.refresh(t);
-    } catch (Throwable e) {
-      failure = e;
-    } finally {
-      running = null;
-      taskDeadline = Long.MAX_VALUE;
-      clearOwnInterrupt();
-    }
-    Duration took = Duration.ofNanos(time.nanoTime() - start);
-    afterTask();
-    if (t.ended() || endReason() != null) {
-      return; // timed out, found unlocked, lost or closed while it ran: finished below
-    }
-    if (failure != null) {
-      if (closing.getAsBoolean() || Thread.currentThread().isInterrupted()) {
-        endTerm(t, LossReason.CLOSED, null); // a stop request from the caller
-        return;
-      }
-      LOG.warn("{} Refresh of term {} failed", context(t), t.term().number(), failure);
-      listeners.refreshed(t, took, failure);
-      if (Diagnostics.isSessionLost(Diagnostics.sqlState(failure))) {
-        endSession(LossReason.SESSION_LOST, failure, false);
-      } else {
-        endTerm(t, LossReason.REFRESH_FAILED, failure);
-      }
-      return;
-    }
-    t.refreshes++;
-    LOG.debug("{} Refresh of term {} took {}", context(t), t.term().number(), took);
-    listeners.refreshed(t, took, null);
-    t.nextRefresh = time.nanoTime() + options.refreshInterval().toNanos();
-  }
-
-  /** After a refresh: autocommit back on, nothing left open; an ownership proof if one is due. */
-  private void afterTask() {
-    if (endReason() != null || !session.isOpen()) {
-      return;
-    }
-    try {
-      if (session.repairAutocommit()) {
-        LOG.warn(
-            "{} A refresh left autocommit off or a transaction open; rolled back what was not"
-                + " committed and turned autocommit back on, so the session stays observable"
-                + " between refreshes",
-            session.id().context());
-      }
-    } catch (SQLException e) {
-      endSession(LossReason.SESSION_LOST, e, false);
-      return;
-    }
-    if (session.proofs().ownershipDue()) {
-      prove();
     }
   }
 

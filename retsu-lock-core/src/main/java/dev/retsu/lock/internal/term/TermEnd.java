@@ -5,7 +5,6 @@ import dev.retsu.lock.internal.session.PgSession;
 import dev.retsu.lock.internal.session.ProofException;
 import dev.retsu.lock.internal.session.Session;
 import java.sql.SQLException;
-import java.util.function.BooleanSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -27,14 +26,8 @@ abstract class TermEnd extends TermFinish implements Session.Listener {
   volatile long taskDeadline = Long.MAX_VALUE;
   volatile SessionWatchdog watchdog;
 
-  TermEnd(
-      Session session,
-      TermOptions options,
-      TermListeners listeners,
-      ReleasePolicy policy,
-      Owner owner,
-      BooleanSupplier closing) {
-    super(session, options, listeners, policy, owner, closing);
+  TermEnd(Parts parts) {
+    super(parts);
   }
 
   abstract void wake();

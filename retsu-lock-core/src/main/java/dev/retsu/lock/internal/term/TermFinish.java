@@ -62,19 +62,31 @@ abstract class TermFinish {
   /** The thread telling listeners of a term's end right now, or null. */
   volatile Thread telling;
 
-  TermFinish(
+  /**
+   * What a worker is made of, passed down its layers once.
+   *
+   * @param session the session, holding nothing or its first keys
+   * @param options the terms' options
+   * @param listeners who hears the terms
+   * @param policy how a term's key is released
+   * @param owner what the recipe hears
+   * @param closing whether the recipe is closing
+   */
+  record Parts(
       Session session,
       TermOptions options,
       TermListeners listeners,
       ReleasePolicy policy,
       Owner owner,
-      BooleanSupplier closing) {
-    this.session = session;
-    this.options = options;
-    this.listeners = listeners;
-    this.policy = policy;
-    this.owner = owner;
-    this.closing = closing;
+      BooleanSupplier closing) {}
+
+  TermFinish(Parts parts) {
+    this.session = parts.session();
+    this.options = parts.options();
+    this.listeners = parts.listeners();
+    this.policy = parts.policy();
+    this.owner = parts.owner();
+    this.closing = parts.closing();
   }
 
   /** Ends the session and every term on it, from any thread (see {@link TermEnd}). */

@@ -1,8 +1,6 @@
 package dev.retsu.lock.internal.watch;
 
 import dev.retsu.lock.AdvisoryLockException;
-import dev.retsu.lock.FencingToken;
-import dev.retsu.lock.LeaderChange;
 import dev.retsu.lock.LeaderChangeListener;
 import dev.retsu.lock.LeaderInfo;
 import dev.retsu.lock.LockKey;
@@ -20,27 +18,21 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
-import java.time.Instant;
-import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.OptionalLong;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * The engine of a {@code LeaderWatch} ({@code retsu-lock-watch-<name>}, daemon): one session of its
- * own that LISTENs on {@value Notices#CHANNEL} and serves every watched key. Per key it keeps the
- * leader it last delivered and the highest token it ever delivered, so that changes go out in token
- * order and never twice:
+ * own that LISTENs on {@value Notices#CHANNEL} and serves every watched key. Per key ({@link
+ * WatchedKeys}) it keeps the leader it last delivered and the highest token it ever delivered, so
+ * that changes go out in token order and never twice:
  *
  * <ul>
  *   <li>an {@code acquired} notice newer than every token delivered for the key is a new leader;
@@ -69,25 +61,10 @@ public final class Watcher implements Runnable {
   private final Wakeup wakeup;
   private final AtomicBoolean closed = new AtomicBoolean();
   private final ConcurrentLinkedQueue<Runnable> requests = new ConcurrentLinkedQueue<>();
-  private final Map<LockKey, KeyState> keys = new HashMap<>();
-  private final Map<String, KeyState> byId = new HashMap<>();
-  private final Map<LockKey, Optional<LeaderInfo>> view = new ConcurrentHashMap<>();
+  private final WatchedKeys keys;
   private volatile Session session;
   private volatile Thread thread;
   private volatile boolean connected;
-
-  /** One watched key: its listeners, what was delivered. */
-  private static final class KeyState {
-    final LockKey key;
-    final List<LeaderChangeListener> listeners = new CopyOnWriteArrayList<>();
-    Optional<LeaderInfo> current = Optional.empty();
-    boolean known;
-    FencingToken highest;
-
-    KeyState(LockKey key) {
-      this.key = key;
-    }
-  }
 
   /**
    * A watcher, not started.
@@ -102,6 +79,7 @@ public final class Watcher implements Runnable {
     this.reconnectInterval = reconnectInterval;
     this.time = spec.time();
     this.wakeup = new Wakeup(time, closed::get);
+    this.keys = new WatchedKeys(spec.context(), time, this::database);
   }
 
   /**
@@ -140,7 +118,7 @@ public final class Watcher implements Runnable {
 
   /** What the watch last delivered for a key (empty: nobody, or not known yet). */
   public Optional<LeaderInfo> leader(LockKey key) {
-    return view.getOrDefault(key, Optional.empty());
+    return keys.leader(key);
   }
 
   /**
@@ -156,43 +134,13 @@ public final class Watcher implements Runnable {
             listener.onLeaderChanged(change);
           }
         };
-    requests.add(() -> add(key, l));
+    requests.add(() -> keys.add(key, l));
     return () -> {
       if (active.compareAndSet(true, false)) {
-        requests.add(() -> remove(key, l));
+        requests.add(() -> keys.remove(key, l));
       }
     };
   }
-
-  private void add(LockKey key, LeaderChangeListener l) {
-    KeyState k = keys.get(key);
-    if (k == null) {
-      k = new KeyState(key);
-      keys.put(key, k);
-      byId.put(Notices.keyId(key), k);
-    }
-    k.listeners.add(l);
-    if (k.known) {
-      tell(l, new LeaderChange(key, k.current, LeaderChange.Cause.READ, now()));
-    } else {
-      pendingReads.add(key);
-    }
-  }
-
-  private void remove(LockKey key, LeaderChangeListener l) {
-    KeyState k = keys.get(key);
-    if (k != null) {
-      k.listeners.remove(l);
-      if (k.listeners.isEmpty()) {
-        keys.remove(key);
-        byId.remove(Notices.keyId(key));
-        view.remove(key);
-        pendingReads.remove(key);
-      }
-    }
-  }
-
-  private final Set<LockKey> pendingReads = new HashSet<>();
 
   @Override
   public void run() {
@@ -203,7 +151,7 @@ public final class Watcher implements Runnable {
           s = SessionOpener.open(spec);
           s.call(this::listen);
           session = s;
-          pendingReads.addAll(keys.keySet()); // changes may have been missed while away
+          keys.readAllAgain(); // changes may have been missed while away
           LOG.info("{} Watch session opened again on backend pid {}", spec.context(), s.id().pid());
         } catch (AdvisoryLockException | SQLException e) {
           if (s != null) {
@@ -243,9 +191,8 @@ public final class Watcher implements Runnable {
       while ((r = requests.poll()) != null) {
         r.run();
       }
-      if (!pendingReads.isEmpty()) {
-        List<LockKey> read = new ArrayList<>(pendingReads);
-        pendingReads.clear();
+      List<LockKey> read = keys.takePendingReads();
+      if (!read.isEmpty()) {
         read(s, read);
       }
       List<PgSession.Note> notes = s.call(c -> PgSession.notes(c, SLICE_MILLIS));
@@ -253,12 +200,12 @@ public final class Watcher implements Runnable {
         // Not pgjdbc: no notifications here. Read every key at each check instead.
         wakeup.await(SLICE_MILLIS * 1_000_000L, () -> !requests.isEmpty());
       } else {
-        notices(notes);
+        keys.notices(notes);
       }
       if (time.nanoTime() - nextCheck >= 0) {
         nextCheck = time.nanoTime() + checkInterval.toNanos();
         if (notes == null) {
-          read(s, new ArrayList<>(keys.keySet()));
+          read(s, keys.all());
         } else {
           check(s);
         }
@@ -273,66 +220,9 @@ public final class Watcher implements Runnable {
   private void read(Session s, List<LockKey> read) throws SQLException {
     Map<LockKey, LeaderInfo> found = s.call(c -> Holders.leaders(c, read));
     List<PgSession.Note> pending = s.call(c -> PgSession.notes(c, 0));
-    for (LockKey key : read) {
-      KeyState k = keys.get(key);
-      if (k == null) {
-        continue;
-      }
-      LeaderInfo info = found.get(key);
-      Optional<LeaderInfo> now = Optional.ofNullable(info);
-      boolean older =
-          info != null
-              && info.token().isPresent()
-              && k.highest != null
-              && info.token().get().compareTo(k.highest) < 0;
-      if (!older && (!k.known || !same(k.current, now))) {
-        deliver(k, now, LeaderChange.Cause.READ);
-      }
-      k.known = true;
-    }
+    keys.read(read, found);
     if (pending != null) {
-      notices(pending);
-    }
-  }
-
-  private static boolean same(Optional<LeaderInfo> a, Optional<LeaderInfo> b) {
-    if (a.isEmpty() || b.isEmpty()) {
-      return a.isEmpty() && b.isEmpty();
-    }
-    return a.get().pid() == b.get().pid() && a.get().token().equals(b.get().token());
-  }
-
-  private void notices(List<PgSession.Note> notes) {
-    for (PgSession.Note n : notes) {
-      if (!Notices.CHANNEL.equals(n.channel())) {
-        continue;
-      }
-      Notices.Notice notice = Notices.parse(n.payload()).orElse(null);
-      KeyState k = notice == null ? null : byId.get(notice.keyId());
-      if (k == null) {
-        continue;
-      }
-      if (notice.kind() == Notices.Kind.ACQUIRED) {
-        if (k.highest != null && notice.token().compareTo(k.highest) <= 0) {
-          continue; // already delivered, or older than what was
-        }
-        LeaderInfo info =
-            new LeaderInfo(
-                k.key,
-                notice.candidateId(),
-                notice.pid(),
-                database(),
-                Optional.of(notice.token()),
-                OptionalLong.empty(),
-                Optional.of(now()),
-                Optional.empty(),
-                Optional.empty());
-        deliver(k, Optional.of(info), LeaderChange.Cause.ACQUIRED);
-      } else if (k.current.isPresent()
-          && k.current.get().pid() == notice.pid()
-          && k.current.get().token().equals(Optional.of(notice.token()))) {
-        deliver(k, Optional.empty(), LeaderChange.Cause.RELEASED);
-      }
+      keys.notices(pending);
     }
   }
 
@@ -344,37 +234,16 @@ public final class Watcher implements Runnable {
 
   /** One read of {@code pg_stat_activity} for the current leaders' pids. */
   private void check(Session s) throws SQLException {
-    Set<Integer> pids = new HashSet<>();
-    for (KeyState k : keys.values()) {
-      k.current.ifPresent(i -> pids.add(i.pid()));
-    }
+    Set<Integer> pids = keys.leaderPids();
     if (pids.isEmpty()) {
       return;
     }
     Map<Integer, String> alive = s.call(c -> alive(c, pids));
     List<PgSession.Note> pending = s.call(c -> PgSession.notes(c, 0));
     if (pending != null) {
-      notices(pending); // newer news first: a successor's notice may already be here
+      keys.notices(pending); // newer news first: a successor's notice may already be here
     }
-    for (KeyState k : new ArrayList<>(keys.values())) {
-      if (k.current.isEmpty() || !pids.contains(k.current.get().pid())) {
-        continue;
-      }
-      LeaderInfo info = k.current.get();
-      String name = alive.get(info.pid());
-      if (name == null || !stillHolds(info, name)) {
-        deliver(k, Optional.empty(), LeaderChange.Cause.ENDED);
-      }
-    }
-  }
-
-  /** Whether a live session with this name may still hold the term: same token or newer. */
-  private static boolean stillHolds(LeaderInfo info, String applicationName) {
-    if (info.token().isEmpty()) {
-      return true; // a holder without a token: its session alive is all that can be known here
-    }
-    Optional<FencingToken> now = Notices.parseName(applicationName).flatMap(Notices.Name::token);
-    return now.isPresent() && now.get().compareTo(info.token().get()) >= 0;
+    keys.check(pids, alive);
   }
 
   private static Map<Integer, String> alive(Connection c, Set<Integer> pids) throws SQLException {
@@ -388,40 +257,6 @@ public final class Watcher implements Runnable {
       }
     }
     return out;
-  }
-
-  private void deliver(KeyState k, Optional<LeaderInfo> leader, LeaderChange.Cause cause) {
-    k.current = leader;
-    k.known = true;
-    leader
-        .flatMap(LeaderInfo::token)
-        .ifPresent(
-            t -> {
-              if (k.highest == null || t.compareTo(k.highest) > 0) {
-                k.highest = t;
-              }
-            });
-    view.put(k.key, leader);
-    LeaderChange change = new LeaderChange(k.key, leader, cause, now());
-    for (LeaderChangeListener l : k.listeners) {
-      tell(l, change);
-    }
-  }
-
-  private void tell(LeaderChangeListener l, LeaderChange change) {
-    try {
-      l.onLeaderChanged(change);
-    } catch (RuntimeException | LinkageError e) {
-      LOG.warn(
-          "{} Listener {}.onLeaderChanged threw; ignored",
-          spec.context(),
-          l.getClass().getName(),
-          e);
-    }
-  }
-
-  private Instant now() {
-    return Instant.ofEpochMilli(time.wallMillis());
   }
 
   /** Stops the thread and ends the session. Idempotent. */

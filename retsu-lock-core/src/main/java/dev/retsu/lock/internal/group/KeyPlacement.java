@@ -1,0 +1,168 @@
+package dev.retsu.lock.internal.group;
+
+import dev.retsu.lock.LockKey;
+import dev.retsu.lock.internal.TimeSource;
+import dev.retsu.lock.internal.term.TermState;
+import java.util.ArrayList;
+import java.util.BitSet;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * How a {@link Coordinator}'s decisions reach the member's sessions: the surplus yielded by the
+ * sessions that hold it; keys another member handed off tried on the least loaded session; the
+ * sweep up to the quota in chunks, each statement giving the least loaded session at most its even
+ * share, never a key this member yielded and cools down from. Every slot's answer is awaited within
+ * a bound. Runs on the coordinator's thread only.
+ */
+final class KeyPlacement {
+
+  /** The coordinator's logger: these lines are the coordinator's, as they always were. */
+  private static final Logger LOG = LoggerFactory.getLogger(Coordinator.class);
+
+  private final GroupCore core;
+  private final List<SessionSlot> slots;
+  private final Rebalancer rebalancer;
+  private final TimeSource time;
+
+  KeyPlacement(GroupCore core, List<SessionSlot> slots, Rebalancer rebalancer) {
+    this.core = core;
+    this.slots = slots;
+    this.rebalancer = rebalancer;
+    this.time = core.settings().term().time();
+  }
+
+  /** Yields keys over the quota, each from the session that holds it, and waits for the answers. */
+  void yieldSurplus(List<Integer> surplus, int members) {
+    Map<SessionSlot, List<LockKey>> bySlot = new LinkedHashMap<>();
+    for (int k : surplus) {
+      TermState t = core.owned().get(core.settings().keys().get(k));
+      SessionSlot s = t == null ? null : slotOf(t);
+      if (s != null) {
+        bySlot.computeIfAbsent(s, x -> new ArrayList<>()).add(t.term().key());
+      }
+    }
+    List<CompletableFuture<Integer>> done = new ArrayList<>();
+    bySlot.forEach((s, keys) -> done.add(s.release(keys)));
+    for (CompletableFuture<Integer> f : done) {
+      Integer n = await(f);
+      core.yielded(n == null ? 0 : n);
+    }
+    LOG.info(
+        "{} Yielded {} key(s) to rebalance ({} members)",
+        core.settings().context(),
+        surplus.size(),
+        members);
+  }
+
+  /** Tries the keys other members yielded and cool down from, whatever the quota. */
+  void takeHandedOff(BitSet handedOff, BitSet held) {
+    List<LockKey> keys = new ArrayList<>();
+    long at = time.nanoTime();
+    for (int i = handedOff.nextSetBit(0); i >= 0; i = handedOff.nextSetBit(i + 1)) {
+      LockKey k = core.settings().keys().get(i);
+      if (!held.get(i) && core.mayTake(k, at)) { // not the one this member yielded itself
+        keys.add(k);
+      }
+    }
+    SessionSlot target = leastLoaded();
+    if (!keys.isEmpty() && target != null) {
+      await(target.tryKeys(keys, keys.size()));
+    }
+  }
+
+  /** A sweep of the whole ring after a change, a few hundred keys at rest (see Rebalancer). */
+  void takeUpToQuota(int budget) {
+    while (budget > 0 && !core.closing()) {
+      BitSet now = core.heldSet();
+      int missing = rebalancer.quota() - now.cardinality();
+      SessionSlot target = leastLoaded();
+      if (missing <= 0 || target == null) {
+        return;
+      }
+      Rebalancer.Chunk chunk =
+          rebalancer.nextChunk(now, Math.min(budget, core.settings().batchSize()));
+      if (chunk.isEmpty()) {
+        return;
+      }
+      List<LockKey> keys = new ArrayList<>(chunk.size());
+      for (int k : chunk.keys()) {
+        keys.add(core.settings().keys().get(k));
+      }
+      // Spread keys over the sessions: one statement gives the least loaded session at most its
+      // even share of the quota (more only while other sessions are down and it is over it).
+      int share = (rebalancer.quota() + slots.size() - 1) / slots.size();
+      int load = target.heldCount();
+      int limit = load < share ? Math.min(missing, share - load) : missing;
+      List<LockKey> wanted = new ArrayList<>(keys.size());
+      long at = time.nanoTime();
+      for (LockKey k : keys) {
+        if (core.mayTake(k, at)) {
+          wanted.add(k); // not a key this member yielded and cools down from
+        }
+      }
+      List<LockKey> granted = wanted.isEmpty() ? List.of() : await(target.tryKeys(wanted, limit));
+      if (granted == null) {
+        return;
+      }
+      Set<LockKey> got = new HashSet<>(granted);
+      List<Integer> positions = new ArrayList<>(granted.size());
+      for (int p = 0; p < keys.size(); p++) {
+        if (got.contains(keys.get(p))) {
+          positions.add(p);
+        }
+      }
+      int tried = Rebalancer.tried(chunk, positions, limit);
+      rebalancer.advance(chunk, tried);
+      budget -= tried;
+    }
+  }
+
+  private SessionSlot leastLoaded() {
+    SessionSlot best = null;
+    int load = Integer.MAX_VALUE;
+    for (SessionSlot s : slots) {
+      if (s.worker() != null && s.heldCount() < load) {
+        best = s;
+        load = s.heldCount();
+      }
+    }
+    return best;
+  }
+
+  private SessionSlot slotOf(TermState t) {
+    for (SessionSlot s : slots) {
+      if (s.worker() != null && s.worker().terms().get(t.term().key()) == t) {
+        return s;
+      }
+    }
+    return null;
+  }
+
+  /** Waits for a slot's answer, bounded; null on timeout or when closing. */
+  <T> T await(CompletableFuture<T> f) {
+    long bound =
+        core.settings().term().roundTripTimeout().toMillis() * 2
+            + core.settings().term().closeTimeout().toMillis();
+    try {
+      return f.get(bound, TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      if (!core.closing()) {
+        Thread.currentThread().interrupt();
+      }
+      return null;
+    } catch (ExecutionException | TimeoutException e) {
+      LOG.debug("{} A session did not answer: {}", core.settings().context(), e.toString());
+      return null;
+    }
+  }
+}
