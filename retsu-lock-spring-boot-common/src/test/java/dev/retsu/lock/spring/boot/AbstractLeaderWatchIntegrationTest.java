@@ -279,6 +279,75 @@ public abstract class AbstractLeaderWatchIntegrationTest {
     }
   }
 
+  @Test
+  @SuppressWarnings("unchecked")
+  void aGroupsKeysAreHeardByNameShownAsLeasesAndYieldedOneByOne() throws Exception {
+    Changes seen = new Changes();
+    String namespace = "watch-group-" + key();
+    try (HikariDataSource pool = pool("group")) {
+      candidate("solo", key(), pool, seen)
+          .withPropertyValues(
+              "retsu.lock.groups.g.namespace=" + namespace,
+              "retsu.lock.groups.g.keys=a,b",
+              "retsu.lock.groups.g.sessions=1",
+              "retsu.lock.groups.g.refresh-interval=200ms")
+          .run(
+              c -> {
+                assertThat(c).hasNotFailed();
+                RetsuLeaderGroup group = c.getBean(RetsuLeaders.class).group("g");
+                await()
+                    .atMost(Duration.ofSeconds(10))
+                    .until(() -> group.holds("a") && group.holds("b"));
+                await()
+                    .atMost(Duration.ofSeconds(10))
+                    .until(
+                        () ->
+                            seen.events.stream()
+                                    .filter(e -> e.getName().equals("g") && e.isThisInstance())
+                                    .count()
+                                == 2);
+                assertThat(seen.events)
+                    .filteredOn(e -> e.getName().equals("g"))
+                    .allMatch(e -> e.getSource() == group)
+                    .extracting(e -> e.getKeyName().orElseThrow())
+                    .contains("a", "b");
+                Map<String, Object> groups =
+                    (Map<String, Object>) line.healthDetails(c).get("groups");
+                Map<String, Object> holders =
+                    (Map<String, Object>) ((Map<String, Object>) groups.get("g")).get("holders");
+                assertThat((Map<String, Object>) holders.get("a"))
+                    .containsEntry("candidate", "solo")
+                    .containsEntry("source", "own-term")
+                    .containsKeys("pid", "term", "token", "validUntil");
+
+                LeadersEndpoint endpoint = c.getBean(LeadersEndpoint.class);
+                assertThat(endpoint.yield("g", "30s", null).getBody().get("error"))
+                    .asString()
+                    .contains("key is required for group 'g'");
+                assertThat(endpoint.yield("g", "30s", "zzz").getStatus()).isEqualTo(400);
+                assertThat(endpoint.yield("g", "30s", "a").getStatus()).isEqualTo(200);
+                assertThat(group.holds("a")).isFalse();
+                assertThat(group.holds("b")).isTrue();
+                WebEndpointResponse<Map<String, Object>> again = endpoint.yield("g", "30s", "a");
+                assertThat(again.getStatus()).isEqualTo(409);
+                assertThat(again.getBody().get("error"))
+                    .asString()
+                    .contains("(solo) does not hold key 'a' of group 'g'");
+                // Every member hears key a released: nobody leads it during the cooldown.
+                await()
+                    .atMost(Duration.ofSeconds(10))
+                    .until(
+                        () -> {
+                          List<LeaderChangedEvent> keyA =
+                              seen.events.stream()
+                                  .filter(e -> e.getKeyName().orElse("").equals("a"))
+                                  .toList();
+                          return keyA.get(keyA.size() - 1).getLeader().isEmpty();
+                        });
+              });
+    }
+  }
+
   @SuppressWarnings("unchecked")
   private Map<String, Object> holder(ApplicationContext context) {
     Map<String, Object> leaders = (Map<String, Object>) line.healthDetails(context).get("leaders");
