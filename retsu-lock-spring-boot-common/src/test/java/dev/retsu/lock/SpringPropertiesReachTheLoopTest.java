@@ -49,7 +49,9 @@ class SpringPropertiesReachTheLoopTest {
             "retsu.lock.leaders.job.server-keepalives.idle=4s",
             "retsu.lock.leaders.job.server-keepalives.interval=1s",
             "retsu.lock.leaders.job.server-keepalives.count=2",
-            "retsu.lock.leaders.job.fail-fast=true")
+            "retsu.lock.leaders.job.fail-fast=true",
+            "retsu.lock.leaders.job.preferred=true",
+            "retsu.lock.leaders.job.takeover-delay=6s")
         .run(
             context -> {
               assertThat(context).hasNotFailed();
@@ -75,6 +77,26 @@ class SpringPropertiesReachTheLoopTest {
                   .containsEntry("tcp_keepalives_interval", "1")
                   .containsEntry("tcp_keepalives_count", "2");
               assertThat(s.term().failFast()).isTrue();
+              assertThat(s.preferred()).isTrue();
+              assertThat(s.takeoverDelay()).isEqualTo(Duration.ofSeconds(6));
+            });
+  }
+
+  @Test
+  void retsuLockPreferredIsEveryLeadersDefaultAndALeaderOverridesIt() {
+    runner
+        .withPropertyValues(
+            "retsu.lock.preferred=true",
+            "retsu.lock.leaders.other.auto-startup=false",
+            "retsu.lock.leaders.other.preferred=false")
+        .run(
+            context -> {
+              RetsuLeaders leaders = context.getBean(RetsuLeaders.class);
+              LoopSettings job = leaders.get("job").loop().orElseThrow().settings();
+              assertThat(job.preferred()).isTrue();
+              assertThat(job.takeover()).isEqualTo(TakeoverMode.WAIT); // core: preferred waits
+              assertThat(leaders.get("other").loop().orElseThrow().settings().preferred())
+                  .isFalse();
             });
   }
 
@@ -124,6 +146,8 @@ class SpringPropertiesReachTheLoopTest {
           assertThat(s.term().roundTripTimeout()).isEqualTo(core.term().roundTripTimeout());
           assertThat(s.term().bounds().sessionSettings())
               .isEqualTo(core.term().bounds().sessionSettings());
+          assertThat(s.preferred()).isEqualTo(core.preferred()).isFalse();
+          assertThat(s.takeoverDelay()).isEqualTo(core.takeoverDelay()).isZero();
           assertThat(new RetsuLockProperties.Leader().isAutoStartup()).isTrue();
         });
   }

@@ -1,6 +1,7 @@
 package dev.retsu.lock.spring.boot;
 
 import dev.retsu.lock.LeaderContext;
+import dev.retsu.lock.LeaderInfo;
 import dev.retsu.lock.LeaderLoop;
 import dev.retsu.lock.LeaderTask;
 import dev.retsu.lock.LockHolder;
@@ -68,6 +69,7 @@ public final class RetsuLeader implements SmartLifecycle {
   private volatile Phase state = Phase.NEW;
   private volatile Instant lastRefresh;
   private volatile JdbcTemplate jdbcTemplate;
+  private final LeaderChangeEvents changes;
 
   RetsuLeader(
       String name,
@@ -80,8 +82,10 @@ public final class RetsuLeader implements SmartLifecycle {
       String taskBean,
       ApplicationEventPublisher events,
       DataSource applicationDataSource,
-      JobObserver jobs) {
+      JobObserver jobs,
+      LeaderChangeEvents changes) {
     this.name = name;
+    this.changes = testMode(settings) ? null : changes;
     this.key = key;
     this.candidateId = candidateId;
     this.candidacy = candidacy;
@@ -100,6 +104,10 @@ public final class RetsuLeader implements SmartLifecycle {
             "leader '" + name + "'",
             "@LeaderOnly(\"" + name + "\")",
             testMode == TestMode.OFF ? null : applicationDataSource);
+  }
+
+  private static boolean testMode(RetsuLockProperties.Leader settings) {
+    return settings.getTestMode() != TestMode.OFF;
   }
 
   /**
@@ -222,6 +230,47 @@ public final class RetsuLeader implements SmartLifecycle {
   }
 
   /**
+   * Returns who leads the key, shaped like a lease, without I/O: this instance's own term while it
+   * leads ({@link LeaderLoop#leaderInfo()}: everything present), else the holder as the context's
+   * watch last delivered it ({@code retsu.lock.watch.enabled=true}; candidate, pid, database,
+   * token, when the watch saw the term start), else empty.
+   *
+   * @return the leader, or empty when nobody leads, it is not known, or in a test mode
+   */
+  public Optional<LeaderInfo> leaderInfo() {
+    Optional<LeaderInfo> own = candidacy.loop().flatMap(LeaderLoop::leaderInfo);
+    if (own.isPresent() || changes == null) {
+      return own;
+    }
+    return changes.leader(key);
+  }
+
+  /**
+   * Hands leadership over ({@link LeaderLoop#yield(Duration)}): when this instance leads, its work
+   * stops, the lock is released in the graceful order, and it does not contend again for {@code
+   * cooldown}; it stays a candidate.
+   *
+   * @param cooldown how long not to contend: zero or positive
+   * @return true if this call ended a term; false when this instance does not lead
+   * @throws IllegalStateException in a test mode, which has no lock to hand over
+   */
+  public boolean yield(Duration cooldown) {
+    java.util.Objects.requireNonNull(cooldown, "cooldown");
+    LeaderLoop loop =
+        candidacy
+            .loop()
+            .orElseThrow(
+                () ->
+                    new IllegalStateException(
+                        "leader '"
+                            + name
+                            + "' runs in test-mode "
+                            + testMode
+                            + ", which has no lock to hand over"));
+    return loop.yield(cooldown);
+  }
+
+  /**
    * Returns what stopped the loop, once it has failed for good.
    *
    * @return the failure, or empty
@@ -266,6 +315,9 @@ public final class RetsuLeader implements SmartLifecycle {
               name);
         }
         return;
+      }
+      if (changes != null) {
+        changes.watch(this, name, null, candidateId, key);
       }
       candidacy.start(taskSource.get(), new Terms());
       state = Phase.RUNNING;
@@ -378,21 +430,47 @@ public final class RetsuLeader implements SmartLifecycle {
     d.put("candidate", candidateId);
     d.put("key", key.toString());
     candidacy.describe(d);
-    currentTerm()
-        .ifPresent(
-            term -> {
-              d.put("term", term.number());
-              d.put("fencingToken", term.fencingToken().toString());
-              d.put("leaderSince", term.start().toString());
-              Map<String, Object> holder = new LinkedHashMap<>();
-              holder.put("candidate", candidateId);
-              holder.put("pid", term.backendPid());
-              d.put("holder", holder);
-            });
+    Optional<Term> own = currentTerm();
+    own.ifPresent(
+        term -> {
+          d.put("term", term.number());
+          d.put("fencingToken", term.fencingToken().toString());
+          d.put("leaderSince", term.start().toString());
+        });
+    Optional<LeaderInfo> info = leaderInfo();
+    if (info.isPresent()) {
+      d.put("holder", holder(info.get(), candidateId, own.isPresent() ? "own-term" : "watch"));
+    } else if (own.isPresent()) {
+      Map<String, Object> holder = new LinkedHashMap<>(); // a test mode: no session, no lease
+      holder.put("candidate", candidateId);
+      holder.put("pid", own.get().backendPid());
+      d.put("holder", holder);
+    } else if (changes != null) {
+      d.put("holder", null); // the watch saw nobody (or has not read the key yet)
+    }
     lastRefresh()
         .ifPresent(at -> d.put("lastRefreshAge", Duration.between(at, Instant.now()).toString()));
     failure().ifPresent(e -> d.put("error", e.getClass().getName() + ": " + e.getMessage()));
     return d;
+  }
+
+  /**
+   * A leader's lease-shaped details: candidate, pid, database, term, token, acquiredAt,
+   * lastRenewal, validUntil (absent ones omitted), {@code self} and where they come from.
+   */
+  static Map<String, Object> holder(LeaderInfo info, String candidateId, String source) {
+    Map<String, Object> h = new LinkedHashMap<>();
+    h.put("candidate", info.candidateId());
+    h.put("pid", info.pid());
+    h.put("database", info.database());
+    info.term().ifPresent(t -> h.put("term", t));
+    info.token().ifPresent(t -> h.put("token", t.toString()));
+    info.acquiredAt().ifPresent(t -> h.put("acquiredAt", t.toString()));
+    info.lastRenewal().ifPresent(t -> h.put("lastRenewal", t.toString()));
+    info.validUntil().ifPresent(t -> h.put("validUntil", t.toString()));
+    h.put("self", info.candidateId().equals(candidateId));
+    h.put("source", source);
+    return h;
   }
 
   @Override

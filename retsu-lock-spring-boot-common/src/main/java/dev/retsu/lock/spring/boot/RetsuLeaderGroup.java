@@ -69,6 +69,7 @@ public final class RetsuLeaderGroup implements SmartLifecycle {
   private volatile JdbcTemplate jdbcTemplate;
   private final AtomicBoolean brokenPublished = new AtomicBoolean();
   private ScheduledExecutorService watch; // guarded by lifecycle
+  private final LeaderChangeEvents changes;
 
   RetsuLeaderGroup(
       String name,
@@ -79,8 +80,10 @@ public final class RetsuLeaderGroup implements SmartLifecycle {
       Supplier<LeaderTask> taskSource,
       String taskBean,
       ApplicationEventPublisher events,
-      JobObserver jobs) {
+      JobObserver jobs,
+      LeaderChangeEvents changes) {
     this.name = name;
+    this.changes = changes;
     this.group = group;
     this.keyNames = Collections.unmodifiableMap(new LinkedHashMap<>(keyNames));
     this.autoStartup = settings.isAutoStartup();
@@ -205,6 +208,11 @@ public final class RetsuLeaderGroup implements SmartLifecycle {
       started = true;
       LeaderTask task = taskSource.get();
       JobObserver.Job job = taskBean == null ? JobObserver.Job.NO_OP : jobs.job(taskBean);
+      if (changes != null) {
+        for (Map.Entry<LockKey, String> e : keyNames.entrySet()) {
+          changes.watch(this, name, e.getValue(), group.candidateId(), e.getKey());
+        }
+      }
       try {
         group.start(ctx -> gates.get(ctx.term().key()).runBound(task, ctx, job));
       } catch (RuntimeException e) {
@@ -300,8 +308,42 @@ public final class RetsuLeaderGroup implements SmartLifecycle {
     if (group.heldCount() <= 100) {
       d.put("held", heldKeys());
     }
+    if (changes != null && keyNames.size() <= 100) {
+      d.put("holders", holders());
+    }
     group.failure().ifPresent(e -> d.put("error", e.getClass().getName() + ": " + e.getMessage()));
     return d;
+  }
+
+  /**
+   * Hands one key over ({@link LeaderGroup#yield(LockKey, Duration)}): its work stops, it is
+   * released in the graceful order, and this member does not take it again for {@code cooldown}.
+   *
+   * @param keyName the key's name ({@code keys}) or partition number
+   * @param cooldown how long not to take it again: zero or positive
+   * @return true if this member held the key and released it
+   * @throws IllegalArgumentException if the group has no such key
+   */
+  public boolean yield(String keyName, java.time.Duration cooldown) {
+    return group.yield(lockKey(keyName), cooldown);
+  }
+
+  /** Per key name, who leads it as this member's own term or the watch last delivered; no I/O. */
+  private Map<String, Object> holders() {
+    Map<String, Object> out = new LinkedHashMap<>();
+    for (Map.Entry<LockKey, String> e : keyNames.entrySet()) {
+      Optional<dev.retsu.lock.LeaderInfo> own = group.leaderInfo(e.getKey());
+      Optional<dev.retsu.lock.LeaderInfo> info =
+          own.isPresent() || changes == null ? own : changes.leader(e.getKey());
+      out.put(
+          e.getValue(),
+          info.map(
+                  i ->
+                      RetsuLeader.holder(
+                          i, group.candidateId(), own.isPresent() ? "own-term" : "watch"))
+              .orElse(null));
+    }
+    return out;
   }
 
   /** For tests: the context bound for a key on this thread. */

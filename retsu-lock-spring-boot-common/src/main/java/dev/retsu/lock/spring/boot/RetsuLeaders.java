@@ -5,6 +5,7 @@ import dev.retsu.lock.LeaderGroupBuilder;
 import dev.retsu.lock.LeaderLoop;
 import dev.retsu.lock.LeaderLoopBuilder;
 import dev.retsu.lock.LeaderTask;
+import dev.retsu.lock.LeaderWatch;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.spring.boot.RetsuLockProperties.TestMode;
 import java.lang.reflect.Method;
@@ -49,6 +50,7 @@ public final class RetsuLeaders implements DisposableBean, SmartInitializingSing
   private final List<Runnable> unbind = new ArrayList<>();
   private final Supplier<Set<Method>> leaderOnlyMethods;
   private final DataSource dataSource;
+  private final LeaderChangeEvents changes;
 
   RetsuLeaders(
       RetsuLockProperties properties,
@@ -61,7 +63,41 @@ public final class RetsuLeaders implements DisposableBean, SmartInitializingSing
       Supplier<Set<Method>> leaderOnlyMethods) {
     this.leaderOnlyMethods = leaderOnlyMethods;
     this.dataSource = dataSource;
+    this.changes = openWatch(properties, dataSource, events);
     Map<String, RetsuLeader> built = new LinkedHashMap<>();
+    Map<String, RetsuLeaderGroup> builtGroups = new LinkedHashMap<>();
+    try {
+      buildAll(
+          properties,
+          dataSource,
+          beans,
+          events,
+          decorators,
+          metrics,
+          shutdownPhaseTimeout,
+          built,
+          builtGroups);
+    } catch (RuntimeException | Error e) {
+      if (changes != null) {
+        changes.close();
+      }
+      throw e;
+    }
+    this.leaders = Collections.unmodifiableMap(built);
+    this.groups = Collections.unmodifiableMap(builtGroups);
+    warnUnusedTasks(properties, beans);
+  }
+
+  private void buildAll(
+      RetsuLockProperties properties,
+      DataSource dataSource,
+      ListableBeanFactory beans,
+      ApplicationEventPublisher events,
+      List<TaskDecorator> decorators,
+      Optional<MetricsBinder> metrics,
+      Duration shutdownPhaseTimeout,
+      Map<String, RetsuLeader> built,
+      Map<String, RetsuLeaderGroup> builtGroups) {
     for (Map.Entry<String, RetsuLockProperties.Leader> e : properties.getLeaders().entrySet()) {
       String name = e.getKey();
       RetsuLockProperties.Leader p = e.getValue();
@@ -73,7 +109,7 @@ public final class RetsuLeaders implements DisposableBean, SmartInitializingSing
       Candidacy candidacy;
       if (p.getTestMode() == TestMode.OFF) {
         requireDataSource(prefix, dataSource);
-        LeaderLoop loop = build(prefix, dataSource, key, candidate, p);
+        LeaderLoop loop = build(prefix, dataSource, key, candidate, p, properties.isPreferred());
         candidate = loop.candidateId();
         candidacy = new LoopCandidacy(name, loop);
         metrics.ifPresent(m -> unbind.add(m.bindLoop(name, loop)));
@@ -98,10 +134,9 @@ public final class RetsuLeaders implements DisposableBean, SmartInitializingSing
               taskBean,
               events,
               dataSource,
-              jobs));
+              jobs,
+              changes));
     }
-    this.leaders = Collections.unmodifiableMap(built);
-    Map<String, RetsuLeaderGroup> builtGroups = new LinkedHashMap<>();
     for (Map.Entry<String, RetsuLockProperties.Group> e : properties.getGroups().entrySet()) {
       String name = e.getKey();
       RetsuLockProperties.Group p = e.getValue();
@@ -139,10 +174,37 @@ public final class RetsuLeaders implements DisposableBean, SmartInitializingSing
               taskSource(name, taskBean, beans, decorators),
               taskBean,
               events,
-              jobs(metrics, name, group.candidateId())));
+              jobs(metrics, name, group.candidateId()),
+              changes));
     }
-    this.groups = Collections.unmodifiableMap(builtGroups);
-    warnUnusedTasks(properties, beans);
+  }
+
+  /**
+   * Opens the context's watch when {@code retsu.lock.watch.enabled} and there is a DataSource; a
+   * database that cannot be reached fails startup, with the SQLState in the cause.
+   */
+  private static LeaderChangeEvents openWatch(
+      RetsuLockProperties properties, DataSource dataSource, ApplicationEventPublisher events) {
+    if (!properties.getWatch().isEnabled()) {
+      return null;
+    }
+    if (dataSource == null) {
+      throw new IllegalStateException(
+          "retsu.lock.watch.enabled=true needs a DataSource bean, but the context has none");
+    }
+    try {
+      return new LeaderChangeEvents(LeaderWatch.open(dataSource), events);
+    } catch (RuntimeException e) {
+      throw new IllegalStateException(
+          "retsu.lock.watch.enabled=true, but the watch's session cannot be opened: "
+              + e.getMessage(),
+          e);
+    }
+  }
+
+  /** The watch, or empty when {@code retsu.lock.watch.enabled} is false. */
+  Optional<LeaderChangeEvents> changes() {
+    return Optional.ofNullable(changes);
   }
 
   private JobObserver jobs(Optional<MetricsBinder> metrics, String lock, String candidate) {
@@ -196,7 +258,8 @@ public final class RetsuLeaders implements DisposableBean, SmartInitializingSing
       DataSource dataSource,
       LockKey key,
       String candidate,
-      RetsuLockProperties.Leader p) {
+      RetsuLockProperties.Leader p,
+      boolean preferredByDefault) {
     LeaderLoopBuilder b = LeaderLoop.builder(dataSource, key);
     try {
       if (candidate != null) {
@@ -219,7 +282,11 @@ public final class RetsuLeaders implements DisposableBean, SmartInitializingSing
               p.getServerKeepalives().getIdle(),
               p.getServerKeepalives().getInterval(),
               p.getServerKeepalives().getCount())
-          .failFast(p.isFailFast());
+          .failFast(p.isFailFast())
+          .preferred(p.getPreferred() != null ? p.getPreferred() : preferredByDefault);
+      if (p.getTakeoverDelay() != null) {
+        b.takeoverDelay(p.getTakeoverDelay());
+      }
       return b.build();
     } catch (RuntimeException e) {
       throw new IllegalStateException(prefix + ": " + e.getMessage(), e);
@@ -388,6 +455,9 @@ public final class RetsuLeaders implements DisposableBean, SmartInitializingSing
     }
     for (RetsuLeaderGroup g : groups.values()) {
       g.destroy();
+    }
+    if (changes != null) {
+      changes.close();
     }
     for (Runnable r : unbind) {
       r.run();

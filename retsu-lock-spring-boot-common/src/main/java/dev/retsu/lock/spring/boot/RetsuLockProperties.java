@@ -41,6 +41,15 @@ public class RetsuLockProperties {
    */
   private int lifecyclePhase = 0;
 
+  /**
+   * Whether every leader is a preferred candidate (a non-preferred leader hands over to it at its
+   * next refresh; for a rolling deploy, set it on the new instances); each leader's default.
+   */
+  private boolean preferred = false;
+
+  /** The leadership watch: leader changes as events on every replica, the holder in health. */
+  private final Watch watch = new Watch();
+
   /** Named leaders: one lock key and one leader loop each. */
   private final Map<String, Leader> leaders = new LinkedHashMap<>();
 
@@ -71,8 +80,39 @@ public class RetsuLockProperties {
     this.lifecyclePhase = lifecyclePhase;
   }
 
+  public boolean isPreferred() {
+    return preferred;
+  }
+
+  public void setPreferred(boolean preferred) {
+    this.preferred = preferred;
+  }
+
+  public Watch getWatch() {
+    return watch;
+  }
+
   public Map<String, Leader> getLeaders() {
     return leaders;
+  }
+
+  /** {@code retsu.lock.watch.*}: one LeaderWatch session per application context. */
+  public static class Watch {
+
+    /**
+     * Whether a LeaderWatch (one more database session per instance) publishes every leader change
+     * of every leader and group as a LeaderChangedEvent and gives standbys the holder in health and
+     * the leaders endpoint. The database must be reachable when the context starts.
+     */
+    private boolean enabled = false;
+
+    public boolean isEnabled() {
+      return enabled;
+    }
+
+    public void setEnabled(boolean enabled) {
+      this.enabled = enabled;
+    }
   }
 
   public Map<String, Group> getGroups() {
@@ -262,6 +302,19 @@ public class RetsuLockProperties {
     /** Role in Spring Integration's OnGrantedEvent and OnRevokedEvent; empty: the leader's name. */
     private String role;
 
+    /**
+     * Whether this candidate is preferred: its standby waits (WAIT) and a leader that is not
+     * preferred hands over to it at its next refresh; empty: retsu.lock.preferred.
+     */
+    private Boolean preferred;
+
+    /**
+     * Lock-delay after an abnormal loss: a new term that cannot tell the previous one ended
+     * gracefully waits this long before its first work; empty: off. At least the previous leader's
+     * self-fence-after to cover it.
+     */
+    private Duration takeoverDelay;
+
     public Key getKey() {
       return key;
     }
@@ -336,6 +389,22 @@ public class RetsuLockProperties {
 
     public void setRole(String role) {
       this.role = role;
+    }
+
+    public Boolean getPreferred() {
+      return preferred;
+    }
+
+    public void setPreferred(Boolean preferred) {
+      this.preferred = preferred;
+    }
+
+    public Duration getTakeoverDelay() {
+      return takeoverDelay;
+    }
+
+    public void setTakeoverDelay(Duration takeoverDelay) {
+      this.takeoverDelay = takeoverDelay;
     }
   }
 

@@ -109,6 +109,27 @@ public abstract class AbstractTwoInstanceIntegrationTest {
       assertThat(b.logged("Leadership lost (SESSION_LOST)")).isTrue();
       assertThat(b.health()).contains("\"status\":\"UP\"", "\"role\":\"standby\"");
 
+      // Over HTTP: the standby's health shows the leader's lease from the watch; only the leader
+      // yields (409 on the standby, 400 for a bad cooldown), and the standby takes over.
+      await()
+          .atMost(Duration.ofSeconds(10))
+          .until(
+              () ->
+                  b.health()
+                      .matches(
+                          "(?s).*\"holder\":\\{\"candidate\":\"boot-c\",[^}]*\"source\":\"watch\".*"));
+      assertThat(b.post("/actuator/leaders/job", "{\"cooldown\":\"1s\"}"))
+          .startsWith("409 ")
+          .contains("(boot-b) does not lead 'job'", "\"candidate\":\"boot-c\"");
+      assertThat(c.post("/actuator/leaders/job", "{\"cooldown\":\"later\"}"))
+          .startsWith("400 ")
+          .contains("but was \\\"later\\\"");
+      assertThat(c.post("/actuator/leaders/job", "{\"cooldown\":\"60s\"}"))
+          .startsWith("200 ")
+          .contains("\"yielded\":true", "\"cooldown\":\"PT1M\"");
+      await().atMost(Duration.ofSeconds(30)).until(() -> b.role().equals("leader"));
+      assertThat(c.logged("Yielded leadership")).isTrue();
+
       assertThat(
               db.queryInts(
                   "SELECT count(*)::int FROM retsu_boot_work x JOIN retsu_boot_work y"
@@ -176,6 +197,8 @@ public abstract class AbstractTwoInstanceIntegrationTest {
                       "--retsu.lock.leaders.job.retry-interval=500ms",
                       "--retsu.lock.leaders.job.takeover=" + takeover,
                       "--management.endpoints.web.exposure.include=health,prometheus,leaders",
+                      "--management.endpoint.leaders.access=unrestricted",
+                      "--retsu.lock.watch.enabled=true",
                       "--management.endpoint.health.show-details=always")));
       pb.environment().put("RETSU_TEST_PARENT_PID", Long.toString(ProcessHandle.current().pid()));
       return new Instance(name, port, pb);
@@ -195,6 +218,31 @@ public abstract class AbstractTwoInstanceIntegrationTest {
         }
       } catch (IOException e) {
         return ""; // not serving (yet, or any more)
+      }
+    }
+
+    /** POSTs a JSON body; returns the status code, a space, and the response body. */
+    String post(String path, String json) {
+      try {
+        HttpURLConnection c =
+            (HttpURLConnection)
+                URI.create("http://127.0.0.1:" + port + path).toURL().openConnection();
+        c.setConnectTimeout(2000);
+        c.setReadTimeout(15000);
+        c.setRequestMethod("POST");
+        c.setDoOutput(true);
+        c.setRequestProperty("Content-Type", "application/json");
+        c.getOutputStream().write(json.getBytes(StandardCharsets.UTF_8));
+        int status = c.getResponseCode();
+        try (InputStream in = status < 400 ? c.getInputStream() : c.getErrorStream()) {
+          return status
+              + " "
+              + (in == null ? "" : new String(in.readAllBytes(), StandardCharsets.UTF_8));
+        } finally {
+          c.disconnect();
+        }
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException(e);
       }
     }
 
