@@ -55,7 +55,14 @@ class ProxiedFaultIntegrationTest {
   /** Configuration and logs of the proxy; removed after each test. */
   @TempDir Path dir;
 
+  /**
+   * Every proxy with every fault. The full matrix (each also in POLL and WAIT) runs with {@code
+   * -Pfaults-full}; the default build runs each pair in one mode, alternating so that each proxy,
+   * each fault and each mode is struck (4 cases instead of 8, half a minute less of CI).
+   */
   static Stream<Arguments> cases() {
+    boolean full = FaultInjectionIntegrationTest.ROUNDS > 1;
+    int[] pair = {0};
     return Stream.of(Proxy.values())
         .flatMap(
             p ->
@@ -63,7 +70,15 @@ class ProxiedFaultIntegrationTest {
                         FaultInjectionIntegrationTest.PARTITION,
                         FaultInjectionIntegrationTest.PAUSE_LEADER)
                     .flatMap(
-                        f -> Stream.of(TakeoverMode.values()).map(m -> Arguments.of(p, f, m))));
+                        f -> {
+                          TakeoverMode[] modes = TakeoverMode.values();
+                          int i = pair[0]++;
+                          Stream<TakeoverMode> run =
+                              full
+                                  ? Stream.of(modes)
+                                  : Stream.of(modes[(i + i / 2) % modes.length]);
+                          return run.map(m -> Arguments.of(p, f, m));
+                        }));
   }
 
   private ProxyProcess start(Proxy proxy, TestDatabase db) throws Exception {

@@ -172,9 +172,17 @@ public final class SessionWorker extends TermRefresh {
   }
 
   private void runJobs() {
-    Runnable j;
-    while (endReason() == null && (j = jobs.poll()) != null) {
-      j.run();
+    while (!jobs.isEmpty()) {
+      inJob = true; // before the check: see TermFinish.inJob
+      try {
+        Runnable j;
+        if (endReason() != null || (j = jobs.poll()) == null) {
+          return; // jobs left are skipped when run() ends
+        }
+        j.run();
+      } finally {
+        inJob = false;
+      }
     }
   }
 

@@ -146,8 +146,9 @@ abstract class TermEnd extends TermFinish implements Session.Listener {
     if (Thread.currentThread() == thread) {
       return;
     }
-    if (running == null) {
-      // No refresh runs: the worker is between refreshes, maybe inside a wait on the socket that
+    if (running == null && !inJob) {
+      // No refresh or job runs: the worker is between refreshes, maybe inside a wait on the socket
+      // that
       // would hold it for up to a slice. Finish here (listeners, then the session ends, aborting
       // that wait) so that the lock is free now, not when the slice ends. Every term was claimed
       // above, so no refresh of one can start any more.

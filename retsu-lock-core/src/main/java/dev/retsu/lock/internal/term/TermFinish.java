@@ -56,6 +56,14 @@ abstract class TermFinish {
   volatile Throwable endCause;
   volatile TermState running;
 
+  /**
+   * Whether the worker is inside a job (a group's batch of tries, a release): set before the job
+   * checks for a close, so a close either sees the job and lets the worker finish after it, or the
+   * job sees the close and does not run. A close that finished the session under a running job
+   * would miss the terms that job starts and announces.
+   */
+  volatile boolean inJob;
+
   /** Terms told of their end whose keys the session's graceful end releases (notified then). */
   private final List<TermState> releasedAtEnd = new java.util.concurrent.CopyOnWriteArrayList<>();
 
