@@ -1,6 +1,7 @@
 package dev.retsu.lock;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import dev.retsu.lock.testing.PostgresExtension;
@@ -8,6 +9,7 @@ import dev.retsu.lock.testing.TestDatabase;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
@@ -243,6 +245,25 @@ class LeaderWatchIntegrationTest {
     assertThat(holder.candidateId()).contains("info-a");
     assertThat(holder.fencingToken()).contains(t.fencingToken());
     assertThat(holder.applicationName()).isEqualTo("retsu-lock:info-a#" + t.fencingToken());
+  }
+
+  @Test
+  void leaderInfoOfManyKeysAnswersForTheHeldOnesInOneQuery(TestDatabase db) {
+    LockKey held = TestKeys.next();
+    LockKey free = TestKeys.next();
+    LeaderLoop a = loop(db, held, "many-a", TakeoverMode.POLL);
+    a.start(ctx -> ctx.ensureLeader());
+    await().atMost(WITHIN).until(a::isLeader);
+    Term t = a.currentTerm().orElseThrow();
+
+    Map<LockKey, LeaderInfo> leaders = LeaderInfo.of(db.dataSource(), List.of(held, free));
+    assertThat(leaders).containsOnlyKeys(held);
+    assertThat(leaders.get(held).candidateId()).isEqualTo("many-a");
+    assertThat(leaders.get(held).pid()).isEqualTo(t.backendPid());
+    assertThat(leaders.get(held).token()).contains(t.fencingToken());
+    assertThatThrownBy(() -> LeaderInfo.of(db.dataSource(), List.of()))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("keys must name at least one key, but was empty");
   }
 
   @Test
