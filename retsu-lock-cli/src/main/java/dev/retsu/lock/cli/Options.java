@@ -3,6 +3,7 @@ package dev.retsu.lock.cli;
 import dev.retsu.lock.LeaderGroup;
 import dev.retsu.lock.LockKey;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -53,9 +54,15 @@ record Options(
 
   /** {@return true when {@code --help} was asked for} */
   static boolean wantsHelp(String[] args) {
-    for (String a : args) {
-      if (a.equals("--help") || a.equals("-h") || a.equals("help")) {
+    if (args.length > 0 && args[0].equals("help")) {
+      return true;
+    }
+    for (int i = 0; i < args.length; i++) {
+      if (args[i].equals("--help") || args[i].equals("-h")) {
         return true;
+      }
+      if (VALUED.contains(args[i])) {
+        i++; // a value, even one that reads "--help", e.g. --name --help
       }
     }
     return false;
@@ -211,7 +218,7 @@ record Options(
         values.get("--user"),
         values.get("--password"),
         List.copyOf(keys),
-        java.util.Collections.unmodifiableList(labels),
+        Collections.unmodifiableList(labels),
         group,
         watch,
         flags.contains("--json"),

@@ -66,6 +66,11 @@ class CliArgumentsTest {
     CliRun r = CliRun.plain();
     assertThat(r.run("--help")).isEqualTo(Cli.OK);
     assertThat(r.out()).contains("Exit codes:").contains("--namespace NS --name NAME");
+    assertThat(Options.wantsHelp(new String[] {URL, "--namespace", "ops", "--name", "help"}))
+        .as("a key named help is a key")
+        .isFalse();
+    assertThat(Options.wantsHelp(new String[] {URL, "--name", "--help"})).isFalse();
+    assertThat(Options.wantsHelp(new String[] {"evict", "-h"})).isTrue();
   }
 
   @Test
