@@ -314,5 +314,24 @@ class CliIntegrationTest {
         .startsWith(
             "{\"group\":\"" + ns + "\",\"partitions\":3,\"held\":3,\"owners\":{\"member-1\":3},")
         .contains("{\"partition\":2,\"key\":{\"bigint\":\"" + LockKey.named(ns, "2").value());
+
+    CliRun watch = withPassword(db);
+    CompletableFuture<Integer> watching =
+        CompletableFuture.supplyAsync(
+            () ->
+                watch.run(
+                    args(db, "who", "--group", ns, "--partitions", "3", "--watch", "--json")));
+    try {
+      await().atMost(WITHIN).until(() -> watch.outLines().size() == 3);
+    } finally {
+      watch.stop.countDown();
+    }
+    assertThat(watching.join()).isEqualTo(Cli.OK);
+    assertThat(watch.outLines())
+        .allSatisfy(
+            l ->
+                assertThat(l).contains("\"cause\":\"READ\"").contains("\"candidate\":\"member-1\""))
+        .anySatisfy(l -> assertThat(l).contains("\"partition\":0,"))
+        .anySatisfy(l -> assertThat(l).contains("\"partition\":2,"));
   }
 }

@@ -12,6 +12,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -63,6 +64,24 @@ class RunnableJarIntegrationTest {
           .contains("\"candidate\":\"jar-holder\"")
           .contains("\"pid\":" + lease.backendPid());
       assertThat(stderr).as("nothing on stderr: the library logs only warnings").isEmpty();
+
+      // --watch streams until a signal; the shutdown hook stops it and the process ends
+      List<String> watchCommand = new ArrayList<>(pb.command());
+      watchCommand.add("--watch");
+      Path watchOut = Files.createTempFile("retsu-lock-cli", ".watch");
+      ProcessBuilder wb = new ProcessBuilder(watchCommand);
+      wb.environment().put("PGPASSWORD", db.password());
+      Process w = wb.redirectOutput(watchOut.toFile()).redirectError(err.toFile()).start();
+      try {
+        await()
+            .atMost(Duration.ofSeconds(30))
+            .until(() -> Files.readString(watchOut).contains("\"cause\":\"READ\""));
+        assertThat(Files.readString(watchOut)).contains("\"candidate\":\"jar-holder\"");
+      } finally {
+        w.destroy(); // SIGTERM, as Ctrl-C's SIGINT: the shutdown hook runs
+      }
+      assertThat(w.waitFor(10, TimeUnit.SECONDS)).as("the watch ends on a signal").isTrue();
+      assertThat(w.exitValue()).as("killed by SIGTERM").isEqualTo(143);
     }
   }
 }
