@@ -125,7 +125,7 @@ public record LeaderInfo(
       throw new AdvisoryLockException(
           "Cannot read the leaders of " + list.size() + " keys (SQLState " + e.getSQLState() + ")",
           list.get(0),
-          null,
+          Holders.READER,
           e);
     }
   }

@@ -13,9 +13,11 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import org.assertj.core.api.ThrowableAssert.ThrowingCallable;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.postgresql.ds.PGSimpleDataSource;
 
 /**
  * {@link LeaderWatch}: every watcher sees a key's leader changes in token order, never twice, for
@@ -264,6 +266,21 @@ class LeaderWatchIntegrationTest {
     assertThatThrownBy(() -> LeaderInfo.of(db.dataSource(), List.of()))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessage("keys must name at least one key, but was empty");
+  }
+
+  @Test
+  void leaderInfoOfAMissingDatabaseFailsWithTheSqlState(TestDatabase db) {
+    PGSimpleDataSource missing = db.dataSource();
+    missing.setDatabaseName("no_such_database");
+    LockKey key = TestKeys.next();
+    for (ThrowingCallable read :
+        List.<ThrowingCallable>of(
+            () -> LeaderInfo.of(missing, key), () -> LeaderInfo.of(missing, List.of(key)))) {
+      assertThatThrownBy(read)
+          .isInstanceOf(AdvisoryLockException.class)
+          .hasMessageContaining("(SQLState 3D000)")
+          .satisfies(e -> assertThat(((AdvisoryLockException) e).sqlState()).contains("3D000"));
+    }
   }
 
   @Test

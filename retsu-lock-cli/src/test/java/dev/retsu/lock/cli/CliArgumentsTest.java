@@ -34,7 +34,16 @@ class CliArgumentsTest {
         "--key",
         "12x");
     refused("name exactly one key", URL);
-    refused("but more than one was given", URL, "--key", "1", "--group", "g", "--partitions", "2");
+    refused(
+        "name exactly one key: --key <bigint>, --namespace <ns> --name <name>, or --group <ns>"
+            + " --partitions <n>, but more than one was given",
+        URL,
+        "--key",
+        "1",
+        "--group",
+        "g",
+        "--partitions",
+        "2");
     refused("--namespace and --name go together", URL, "--namespace", "billing");
     refused(
         "namespace must not contain ':' (it separates namespace and name), but was \"a:b\"",
