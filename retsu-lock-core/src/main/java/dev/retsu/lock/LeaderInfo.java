@@ -3,7 +3,12 @@ package dev.retsu.lock;
 import dev.retsu.lock.internal.session.Holders;
 import dev.retsu.lock.internal.session.SelfFence;
 import dev.retsu.lock.internal.session.Session;
+import java.sql.Connection;
+import java.sql.SQLException;
 import java.time.Instant;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalLong;
@@ -19,7 +24,8 @@ import javax.sql.DataSource;
  *   <li>{@link LeaderWatch}: what a watcher in any process learned from a leader's {@code acquired}
  *       notice (candidate, pid, token; {@code acquiredAt} is when the watch received it) or from a
  *       read of {@code pg_locks} when it started or reconnected;
- *   <li>{@link #of(DataSource, LockKey)}: one query from any process, any role.
+ *   <li>{@link #of(DataSource, LockKey)}: one query from any process, any role (and {@link
+ *       #of(DataSource, Collection)} for many keys in one query).
  * </ul>
  *
  * <p>From SQL, the token is what the leader's session shows in its {@code application_name} ({@code
@@ -93,6 +99,35 @@ public record LeaderInfo(
     Objects.requireNonNull(dataSource, "dataSource");
     Objects.requireNonNull(key, "key");
     return Holders.leader(dataSource, key);
+  }
+
+  /**
+   * Reads who holds each of many keys right now (a group's keys, say), with one query ({@code
+   * pg_locks} joined with {@code pg_stat_activity}) on a connection borrowed from {@code
+   * dataSource} and given back, whatever the number of keys.
+   *
+   * @param dataSource where to ask; any role can
+   * @param keys the keys, at least one
+   * @return the holder of each key that is held; keys nobody holds are absent
+   * @throws IllegalArgumentException if {@code keys} is empty
+   * @throws AdvisoryLockException if the query fails (the SQLException is the cause)
+   */
+  public static Map<LockKey, LeaderInfo> of(DataSource dataSource, Collection<LockKey> keys) {
+    Objects.requireNonNull(dataSource, "dataSource");
+    Objects.requireNonNull(keys, "keys");
+    if (keys.isEmpty()) {
+      throw new IllegalArgumentException("keys must name at least one key, but was empty");
+    }
+    List<LockKey> list = List.copyOf(keys);
+    try (Connection conn = dataSource.getConnection()) {
+      return Map.copyOf(Holders.leaders(conn, list));
+    } catch (SQLException e) {
+      throw new AdvisoryLockException(
+          "Cannot read the leaders of " + list.size() + " keys (SQLState " + e.getSQLState() + ")",
+          list.get(0),
+          Holders.READER,
+          e);
+    }
   }
 
   /** A candidate's own term. */

@@ -1,6 +1,7 @@
 package dev.retsu.lock;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import dev.retsu.lock.testing.PostgresExtension;
@@ -8,12 +9,15 @@ import dev.retsu.lock.testing.TestDatabase;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import org.assertj.core.api.ThrowableAssert.ThrowingCallable;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.postgresql.ds.PGSimpleDataSource;
 
 /**
  * {@link LeaderWatch}: every watcher sees a key's leader changes in token order, never twice, for
@@ -243,6 +247,40 @@ class LeaderWatchIntegrationTest {
     assertThat(holder.candidateId()).contains("info-a");
     assertThat(holder.fencingToken()).contains(t.fencingToken());
     assertThat(holder.applicationName()).isEqualTo("retsu-lock:info-a#" + t.fencingToken());
+  }
+
+  @Test
+  void leaderInfoOfManyKeysAnswersForTheHeldOnesInOneQuery(TestDatabase db) {
+    LockKey held = TestKeys.next();
+    LockKey free = TestKeys.next();
+    LeaderLoop a = loop(db, held, "many-a", TakeoverMode.POLL);
+    a.start(ctx -> ctx.ensureLeader());
+    await().atMost(WITHIN).until(a::isLeader);
+    Term t = a.currentTerm().orElseThrow();
+
+    Map<LockKey, LeaderInfo> leaders = LeaderInfo.of(db.dataSource(), List.of(held, free));
+    assertThat(leaders).containsOnlyKeys(held);
+    assertThat(leaders.get(held).candidateId()).isEqualTo("many-a");
+    assertThat(leaders.get(held).pid()).isEqualTo(t.backendPid());
+    assertThat(leaders.get(held).token()).contains(t.fencingToken());
+    assertThatThrownBy(() -> LeaderInfo.of(db.dataSource(), List.of()))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("keys must name at least one key, but was empty");
+  }
+
+  @Test
+  void leaderInfoOfAMissingDatabaseFailsWithTheSqlState(TestDatabase db) {
+    PGSimpleDataSource missing = db.dataSource();
+    missing.setDatabaseName("no_such_database");
+    LockKey key = TestKeys.next();
+    for (ThrowingCallable read :
+        List.<ThrowingCallable>of(
+            () -> LeaderInfo.of(missing, key), () -> LeaderInfo.of(missing, List.of(key)))) {
+      assertThatThrownBy(read)
+          .isInstanceOf(AdvisoryLockException.class)
+          .hasMessageContaining("(SQLState 3D000)")
+          .satisfies(e -> assertThat(((AdvisoryLockException) e).sqlState()).contains("3D000"));
+    }
   }
 
   @Test

@@ -19,6 +19,9 @@ import javax.sql.DataSource;
 /** Who holds a key right now, read on a connection borrowed for this one query. Stateless. */
 public final class Holders {
 
+  /** The candidate a failed read names: a reader is none. */
+  public static final String READER = "none (a read)";
+
   private Holders() {}
 
   /**
@@ -79,7 +82,7 @@ public final class Holders {
       return Optional.ofNullable(leaders(conn, List.of(key)).get(key));
     } catch (SQLException e) {
       throw new AdvisoryLockException(
-          "Cannot read the leader (SQLState " + e.getSQLState() + ")", key, null, e);
+          "Cannot read the leader (SQLState " + e.getSQLState() + ")", key, READER, e);
     }
   }
 
