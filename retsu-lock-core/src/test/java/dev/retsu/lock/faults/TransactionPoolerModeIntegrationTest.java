@@ -186,18 +186,26 @@ class TransactionPoolerModeIntegrationTest {
       pid(leader);
       s.execute("VACUUM (VERBOSE) tx_pooler_churn");
       // PostgreSQL 15+: "N are dead but not yet removable"; 14: "N dead row versions cannot be
-      // removed yet" (in the detail, which pgjdbc's message includes).
+      // removed yet", in the notice's detail, which the warning's message does not carry.
       Pattern p =
           Pattern.compile(
               "(\\d+) are dead but not yet removable|(\\d+) dead row versions cannot be removed yet");
+      StringBuilder seen = new StringBuilder();
       for (SQLWarning w = s.getWarnings(); w != null; w = w.getNextWarning()) {
-        Matcher m = p.matcher(w.getMessage());
+        String text = w.getMessage();
+        if (w instanceof org.postgresql.util.PSQLWarning pw
+            && pw.getServerErrorMessage() != null
+            && pw.getServerErrorMessage().getDetail() != null) {
+          text += " " + pw.getServerErrorMessage().getDetail();
+        }
+        seen.append(text).append('\n');
+        Matcher m = p.matcher(text);
         if (m.find()) {
           return Integer.parseInt(m.group(1) != null ? m.group(1) : m.group(2));
         }
       }
+      throw new AssertionError("VACUUM VERBOSE reported no dead-row count:\n" + seen);
     }
-    throw new AssertionError("VACUUM VERBOSE reported no dead-row count");
   }
 
   /**
