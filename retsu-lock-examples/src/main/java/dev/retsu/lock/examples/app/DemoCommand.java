@@ -307,7 +307,7 @@ public final class DemoCommand {
             leader.name,
             leader.process.isAlive() ? "?" : Integer.toString(leader.process.exitValue()),
             oldToken,
-            fencingToken(next)));
+            termToken(next)));
     summary.add(
         String.format(
             Locale.ROOT,
@@ -355,7 +355,7 @@ public final class DemoCommand {
                 ? "exited with status " + leader.process.exitValue()
                 : "is still running (unexpected)",
             oldToken,
-            fencingToken(next)));
+            termToken(next)));
     summary.add(
         String.format(
             Locale.ROOT,
@@ -444,6 +444,20 @@ public final class DemoCommand {
       ready.forEach((q, v) -> sb.append(' ').append(q).append('=').append(v));
     }
     return sb.toString();
+  }
+
+  /**
+   * The new leader's token: its /leader may answer in the moment between its log line and its term
+   * being published (token null), so ask again for up to 5 s.
+   */
+  private static String termToken(Child c) throws InterruptedException {
+    long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+    String token = fencingToken(c);
+    while ((token.equals("null") || token.equals("?")) && System.nanoTime() < until) {
+      TimeUnit.MILLISECONDS.sleep(20);
+      token = fencingToken(c);
+    }
+    return token;
   }
 
   /** The fencing token a collector's /leader shows for its current term, or "?". */
