@@ -24,11 +24,11 @@ import javax.sql.DataSource;
  *   <li>a graceful end ({@link LeaderChange.Cause#RELEASED}): the leader notifies just before it
  *       releases (a loop's close or yield, a group's yield, rebalance or close);
  *   <li>a crash, a terminated session, a lost connection ({@link LeaderChange.Cause#ENDED}):
- *       nothing is notified, so every {@code checkInterval} (default {@value
- *       #DEFAULT_CHECK_INTERVAL_MILLIS} ms) the watch reads {@code pg_stat_activity} once for the
- *       pids of the leaders it knows: a session that ended is seen within {@code checkInterval}
- *       plus one round trip. (A killed process's session ends when the server notices: at once when
- *       its kernel closes the socket, after the leader's keepalive bound when the host vanished.)
+ *       nothing is notified, so every {@code checkInterval} (default 500 ms, {@link
+ *       #DEFAULT_CHECK_INTERVAL}) the watch reads {@code pg_stat_activity} once for the pids of the
+ *       leaders it knows: a session that ended is seen within {@code checkInterval} plus one round
+ *       trip. (A killed process's session ends when the server notices: at once when its kernel
+ *       closes the socket, after the leader's keepalive bound when the host vanished.)
  * </ul>
  *
  * <p>Per key, changes come in the order the terms started (their tokens' order), never the same
@@ -53,11 +53,7 @@ import javax.sql.DataSource;
 public final class LeaderWatch implements AutoCloseable {
 
   /** Default interval of the check for leaders that ended without a notice: 500 ms. */
-  public static final long DEFAULT_CHECK_INTERVAL_MILLIS = 500;
-
-  /** Default interval of the check for leaders that ended without a notice: 500 ms. */
-  public static final Duration DEFAULT_CHECK_INTERVAL =
-      Duration.ofMillis(DEFAULT_CHECK_INTERVAL_MILLIS);
+  public static final Duration DEFAULT_CHECK_INTERVAL = Duration.ofMillis(500);
 
   /** Default wait before a lost watch session is opened again: 1 second. */
   public static final Duration DEFAULT_RECONNECT_INTERVAL = Duration.ofSeconds(1);

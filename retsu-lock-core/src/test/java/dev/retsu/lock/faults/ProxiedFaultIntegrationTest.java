@@ -20,6 +20,7 @@ import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -62,23 +63,22 @@ class ProxiedFaultIntegrationTest {
    */
   static Stream<Arguments> cases() {
     boolean full = FaultInjectionIntegrationTest.ROUNDS > 1;
-    int[] pair = {0};
-    return Stream.of(Proxy.values())
-        .flatMap(
-            p ->
-                Stream.of(
-                        FaultInjectionIntegrationTest.PARTITION,
-                        FaultInjectionIntegrationTest.PAUSE_LEADER)
-                    .flatMap(
-                        f -> {
-                          TakeoverMode[] modes = TakeoverMode.values();
-                          int i = pair[0]++;
-                          Stream<TakeoverMode> run =
-                              full
-                                  ? Stream.of(modes)
-                                  : Stream.of(modes[(i + i / 2) % modes.length]);
-                          return run.map(m -> Arguments.of(p, f, m));
-                        }));
+    Fault[] faults = {
+      FaultInjectionIntegrationTest.PARTITION, FaultInjectionIntegrationTest.PAUSE_LEADER
+    };
+    TakeoverMode[] modes = TakeoverMode.values();
+    List<Arguments> all = new ArrayList<>();
+    for (Proxy p : Proxy.values()) {
+      for (int f = 0; f < faults.length; f++) {
+        for (TakeoverMode m : modes) {
+          // one mode per pair by default, the other one for the next fault and the next proxy
+          if (full || m == modes[(p.ordinal() + f) % modes.length]) {
+            all.add(Arguments.of(p, faults[f], m));
+          }
+        }
+      }
+    }
+    return all.stream();
   }
 
   private ProxyProcess start(Proxy proxy, TestDatabase db) throws Exception {

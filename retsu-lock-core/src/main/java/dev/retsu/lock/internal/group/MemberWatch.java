@@ -1,6 +1,7 @@
 package dev.retsu.lock.internal.group;
 
 import dev.retsu.lock.AdvisoryLockException;
+import dev.retsu.lock.LeaderWatch;
 import dev.retsu.lock.internal.session.PgSession;
 import dev.retsu.lock.internal.session.Session;
 import dev.retsu.lock.internal.session.SessionOpener;
@@ -28,9 +29,6 @@ import org.slf4j.LoggerFactory;
 final class MemberWatch implements Runnable {
 
   private static final Logger LOG = LoggerFactory.getLogger(MemberWatch.class);
-
-  /** The watch session's {@code application_name} is this and the candidate id. */
-  static final String WATCH_APPLICATION_PREFIX = "retsu-lock-watch:";
 
   private final GroupCore core;
   private final SessionOpener.Spec spec;
@@ -69,7 +67,7 @@ final class MemberWatch implements Runnable {
   }
 
   private static String applicationName(String candidateId) {
-    String name = WATCH_APPLICATION_PREFIX + candidateId;
+    String name = LeaderWatch.APPLICATION_NAME_PREFIX + candidateId;
     return name.length() > 63 ? name.substring(0, 63) : name; // PostgreSQL keeps 63 bytes
   }
 

@@ -1,5 +1,6 @@
 package dev.retsu.lock.internal.session;
 
+import dev.retsu.lock.AdvisoryLock;
 import dev.retsu.lock.FencingToken;
 import dev.retsu.lock.LockKey;
 import java.util.Optional;
@@ -28,8 +29,8 @@ public final class Notices {
   /** The channel every leader notifies and every watch listens on. */
   public static final String CHANNEL = "retsu_lock";
 
-  /** The prefix of a candidate's sessions. */
-  public static final String PREFIX = "retsu-lock:";
+  /** The prefix of a candidate's sessions ({@link AdvisoryLock#APPLICATION_NAME_PREFIX}). */
+  public static final String PREFIX = AdvisoryLock.APPLICATION_NAME_PREFIX;
 
   /** The prefix of a preferred WAIT standby's waiting session. */
   public static final String PREFERRED_PREFIX = "retsu-lock-preferred:";
