@@ -221,8 +221,10 @@ class WaitTakeoverIntegrationTest {
       next = db.queryInts("SELECT pg_current_xact_id()::text::int").get(0);
     }
     int taken = next;
+    // Within a few re-arms of the 500 ms waitTimeout, far less than the client-side bound that
+    // would otherwise end a wait whose lock_timeout was lost (about 10 s here).
     await()
-        .atMost(WITHIN)
+        .atMost(Duration.ofSeconds(5))
         .pollInterval(Duration.ofMillis(20))
         .until(() -> db.queryInts(xmin).get(0) > taken);
     assertThat(first).isLessThanOrEqualTo(taken);
