@@ -88,7 +88,8 @@ final class SessionSocket {
    * supported); the first time per session that one on another channel than {@value
    * Notices#CHANNEL} arrives is logged at WARN.
    *
-   * @return false if this cannot wait on the socket (no pgjdbc, or inside a transaction)
+   * @return true if something arrived (the wait ended early); false if nothing did within {@code
+   *     millis}, or this cannot wait on the socket (no pgjdbc, or inside a transaction)
    * @throws SQLException when the session ended
    */
   public boolean awaitEvent(int millis) throws SQLException {
@@ -112,6 +113,9 @@ final class SessionSocket {
         return false;
       }
       proofs.read();
+      if (notes.length == 0) {
+        return false; // the read timed out: nothing arrived
+      }
       // The library's own channel is expected here: a WAIT standby with the lock-delay listened.
       PGNotification foreign = null;
       for (PGNotification n : notes) {

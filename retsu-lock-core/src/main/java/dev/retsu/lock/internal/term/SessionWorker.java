@@ -32,10 +32,18 @@ public final class SessionWorker extends TermRefresh {
 
   private static final Logger LOG = LoggerFactory.getLogger(SessionWorker.class);
 
-  /** The longest one wait on the socket holds the session: a queued thread waits at most this. */
+  /** One idle slice: a read on the socket, then a wait on the wakeup for the rest. */
   public static final int IDLE_SLICE_MILLIS = 10;
 
   static final long SLICE_NANOS = IDLE_SLICE_MILLIS * 1_000_000L;
+
+  /**
+   * The read on the socket at the start of each idle slice, the only part of the slice that holds
+   * the session: a close, a yield or a thread that wants the session waits at most this, not a
+   * whole slice. A FATAL, a notification or a bare EOF that arrives during it ends the wait at
+   * once; one that arrives later in the slice is read at the next slice's start.
+   */
+  static final int IDLE_READ_MILLIS = 1;
 
   private final ConcurrentLinkedQueue<Runnable> jobs = new ConcurrentLinkedQueue<>();
   private final Wakeup wakeup;
@@ -199,9 +207,11 @@ public final class SessionWorker extends TermRefresh {
   }
 
   /**
-   * Waits until the next refresh or heartbeat, a job, or one slice, whichever comes first: on the
-   * session's socket when it can (what the server sends ends the terms at once), else on the
-   * wakeup.
+   * Waits until the next refresh or heartbeat, a job, or one slice, whichever comes first: first up
+   * to {@link #IDLE_READ_MILLIS} on the session's socket when it can (what the server sent ends the
+   * terms then), then on the wakeup, which a close, a yield or a job interrupts at once. The socket
+   * read holds the session's I/O lock, so it is kept short: a close releases the lock without
+   * waiting out a slice.
    */
   private void idle() {
     TimeSource time = options.time();
@@ -224,8 +234,7 @@ public final class SessionWorker extends TermRefresh {
       readIfUnread(); // another thread works on the session: leave the socket to it
     } else {
       try {
-        int millis = (int) Math.max(1, TimeSource.millis(slice + 999_999L));
-        if (session.awaitEvent(millis)) {
+        if (session.awaitEvent(IDLE_READ_MILLIS)) {
           return;
         }
       } catch (SQLException e) {
@@ -237,7 +246,10 @@ public final class SessionWorker extends TermRefresh {
         return;
       }
     }
-    wakeup.await(slice, () -> !jobs.isEmpty() || endReason() != null);
+    long rest = slice - (time.nanoTime() - now);
+    if (rest > 0) {
+      wakeup.await(rest, () -> !jobs.isEmpty() || endReason() != null);
+    }
     clearOwnInterrupt();
   }
 
