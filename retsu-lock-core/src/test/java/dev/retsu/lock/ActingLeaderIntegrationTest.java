@@ -370,6 +370,37 @@ class ActingLeaderIntegrationTest {
   }
 
   @Test
+  void aCloseWhileTheTaskHoldsAnOpenTransactionNeverCommitsItsWork(TestDatabase db)
+      throws Exception {
+    // The graceful release commits its `released` notices and unlocks in one round trip, with a
+    // COMMIT of its own: on a session whose transaction is still open (a task that ignores the
+    // interrupt past closeTimeout), that COMMIT would commit the task's unfinished work. The
+    // session's end must roll it back instead.
+    LockKey key = TestKeys.next();
+    String table = "close_open_tx_" + Long.toHexString(TestKeys.nextValue());
+    db.execute("CREATE TABLE " + table + " (v int)");
+    CountDownLatch inserted = new CountDownLatch(1);
+    LeaderLoop a = track(fast(db, key, "a").closeTimeout(Duration.ofMillis(300)).build());
+    a.start(
+        ctx -> {
+          Connection c = ctx.connection();
+          c.setAutoCommit(false);
+          try (Statement s = c.createStatement()) {
+            s.execute("INSERT INTO " + table + " VALUES (1)");
+          }
+          inserted.countDown();
+          long until = System.nanoTime() + Duration.ofSeconds(3).toNanos();
+          while (System.nanoTime() - until < 0) {
+            LockSupport.parkNanos(Duration.ofMillis(10).toNanos()); // deaf to the interrupt
+          }
+        });
+    assertThat(inserted.await(WITHIN.toMillis(), TimeUnit.MILLISECONDS)).isTrue();
+    a.close();
+    await().atMost(WITHIN).until(() -> holder(db, key).isEmpty());
+    assertThat(db.queryInts("SELECT count(*)::int FROM " + table)).containsExactly(0);
+  }
+
+  @Test
   void aTaskThatLeavesAutocommitOffNeverLeavesTheSessionIdleInTransaction(TestDatabase db)
       throws Exception {
     LockKey key = TestKeys.next();

@@ -60,7 +60,7 @@ class LoopPolicyTest {
         .hasMessageContaining("Term 1 ended");
     assertThat(loop.state()).isEqualTo(LeaderLoop.State.FAILED);
     assertThat(heard.kinds()).containsExactly("attempt", "acquired", "refreshFailed", "lost");
-    assertThat(log).containsExactly("notified 1 released", "released");
+    assertThat(log).containsExactly("notified 1 released, unlocked all", "released");
     assertThat(time.sleeps).as("no wait: the loop ended").isEmpty();
   }
 
@@ -108,7 +108,7 @@ class LoopPolicyTest {
             LossReason.REFRESH_FAILED,
             LossReason.REFRESH_FAILED,
             LossReason.CLOSED);
-    assertThat(log).hasSize(12).containsOnly("notified 1 released", "released");
+    assertThat(log).hasSize(12).containsOnly("notified 1 released, unlocked all", "released");
     assertThat(loop.state()).isEqualTo(LeaderLoop.State.CLOSED);
   }
 

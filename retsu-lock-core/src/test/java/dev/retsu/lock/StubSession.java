@@ -229,8 +229,8 @@ final class StubSession implements Session {
   }
 
   @Override
-  public void released(List<String> payloads) {
-    log.add("notified " + payloads.size() + " released");
+  public void released(List<String> payloads, boolean thenUnlockAll) {
+    log.add("notified " + payloads.size() + " released" + (thenUnlockAll ? ", unlocked all" : ""));
   }
 
   @Override

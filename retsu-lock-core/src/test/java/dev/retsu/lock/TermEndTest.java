@@ -81,7 +81,7 @@ class TermEndTest {
             "interrupted, leader false",
             "task returns",
             "onLost CLOSED, lease open",
-            "notified 1 released",
+            "notified 1 released, unlocked all",
             "released");
     assertThat(heard.kinds()).containsExactly("attempt", "acquired", "lost");
   }

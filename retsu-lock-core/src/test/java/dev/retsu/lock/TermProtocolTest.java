@@ -187,7 +187,7 @@ class TermProtocolTest {
     for (int i = 0; i < shape.keys; i++) {
       expected.add("onLost " + i + " CLOSED");
     }
-    expected.add("notified " + shape.keys + " released"); // before the release, never after
+    expected.add("notified " + shape.keys + " released, unlocked all"); // before the release
     expected.add("released");
     assertThat(log).containsExactlyElementsOf(expected);
     assertThat(heard.kinds().subList(0, shape.keys)).containsOnly("acquired");

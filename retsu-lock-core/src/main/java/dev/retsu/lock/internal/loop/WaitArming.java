@@ -3,6 +3,7 @@ package dev.retsu.lock.internal.loop;
 import dev.retsu.lock.internal.session.Notices;
 import dev.retsu.lock.internal.session.PgSession;
 import dev.retsu.lock.internal.session.SessionOpener;
+import dev.retsu.lock.internal.session.SessionSql;
 import dev.retsu.lock.internal.session.TokenMode;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -43,6 +44,12 @@ final class WaitArming {
   static Armed arm(SessionOpener.Spec spec, Connection c, Duration waitTimeout, boolean listen)
       throws SQLException {
     String[] before = armTimeouts(c, waitTimeout);
+    // The graceful end of a term won here runs this statement; pgjdbc keeps what it parsed per
+    // connection, so the first release does not parse it while a successor waits for the key.
+    c.prepareStatement(SessionSql.releasedThenUnlockAll()).close();
+    // And the first ensureLeader() after the grant looks at the socket's pending bytes through
+    // pgjdbc's fields: reach them once now, so that the reflective access is set up already.
+    PgSession.countsPendingBytes(c);
     boolean wal = TokenMode.walTimeline(spec.dataSource(), c, spec.context());
     if (listen) {
       try (Statement st = c.createStatement()) {

@@ -295,7 +295,7 @@ public final class LockSession implements Session {
 
   /** Notifies {@code released} before a graceful release ({@link SessionToken#released}). */
   @Override
-  public void released(List<String> payloads) {
+  public void released(List<String> payloads, boolean thenUnlockAll) {
     if (payloads.isEmpty()) {
       return;
     }
@@ -304,7 +304,7 @@ public final class LockSession implements Session {
       if (!open.get()) {
         return;
       }
-      token.released(payloads);
+      token.released(payloads, thenUnlockAll);
     } finally {
       io.unlock();
     }

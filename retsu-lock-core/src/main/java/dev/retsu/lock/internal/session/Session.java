@@ -83,7 +83,10 @@ public interface Session {
   /** Releases the I/O lock taken with {@link #tryLockIo()}. */
   void unlockIo();
 
-  /** Waits up to {@code millis} on the socket; false if it cannot wait there. */
+  /**
+   * Waits up to {@code millis} on the socket: true if something arrived, false if nothing did or it
+   * cannot wait there.
+   */
   boolean awaitEvent(int millis) throws SQLException;
 
   /** Puts the session back in autocommit after user work; true if something had to be undone. */
@@ -95,8 +98,12 @@ public interface Session {
   /** The pid of a preferred candidate's session waiting for a lock this one holds, or 0. */
   int preferredWaiting() throws SQLException;
 
-  /** Notifies {@code released} notices before a graceful release; best effort. */
-  void released(List<String> payloads);
+  /**
+   * Notifies {@code released} notices before a graceful release; best effort. With {@code
+   * thenUnlockAll}, for a session that ends right after, the same round trip then unlocks every key
+   * of the session, once the notices are committed.
+   */
+  void released(List<String> payloads, boolean thenUnlockAll);
 
   /** Records the token the statement that won the key took; the next token call returns it. */
   void tokenTaken(FencingToken token);

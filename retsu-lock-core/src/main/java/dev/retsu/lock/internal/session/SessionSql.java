@@ -272,12 +272,29 @@ public final class SessionSql {
 
   /**
    * The {@code released} notices of keys about to be released gracefully, one statement: pid.
-   * Binds: the payloads (text array).
+   * Binds: the payloads (text array). Its commit does not wait for the WAL flush ({@code
+   * synchronous_commit} off for this transaction alone): a notice is delivered once its transaction
+   * commits, flushed or not, a crash ends every listener's session anyway, and a successor waiting
+   * for the key would otherwise wait for that flush too.
    */
   public static String released() {
-    return "SELECT pg_catalog.pg_backend_pid(), (SELECT pg_catalog.count(pg_catalog.pg_notify('"
+    return "SELECT pg_catalog.pg_backend_pid(), pg_catalog.set_config('synchronous_commit', 'off',"
+        + " true), (SELECT pg_catalog.count(pg_catalog.pg_notify('"
         + Notices.CHANNEL
-        + "', p.payload)::text) FROM unnest(?::text[]) AS p(payload))";
+        + "', p.payload)::text) FROM pg_catalog.unnest(pg_catalog.string_to_array(?::text, E'\\n'))"
+        + " AS p(payload))";
+  }
+
+  /**
+   * {@link #released()} committed in a transaction of its own, then every advisory lock of the
+   * session unlocked, in one round trip (three statements, one answer): for a session that ends
+   * right after, so that a successor is granted the key as soon as the notices are committed, not
+   * once the server has processed the session's end. The explicit {@code COMMIT} puts the notices
+   * in the queue before the unlock can grant the key to anyone, so a listener reads {@code
+   * released} before the successor's {@code acquired}. Binds: the payloads, one per line.
+   */
+  public static String releasedThenUnlockAll() {
+    return "BEGIN; " + released() + "; COMMIT; SELECT pg_catalog.pg_advisory_unlock_all()";
   }
 
   /**

@@ -134,18 +134,32 @@ final class SessionToken {
    * the term ended gracefully. Best effort: a failure is logged at DEBUG (the release follows
    * anyway; watchers then learn of it from their bounded check).
    *
-   * @param payloads the notices ({@link Notices#released})
+   * @param payloads the notices ({@link Notices#released}), none with a line break
+   * @param thenUnlockAll whether the same round trip then unlocks every key of the session (one
+   *     that ends right after: {@link SessionSql#releasedThenUnlockAll()})
    */
-  void released(List<String> payloads) {
+  void released(List<String> payloads, boolean thenUnlockAll) {
     long start = time.nanoTime();
-    try (PreparedStatement ps = conn.prepareStatement(SessionSql.released())) {
-      ps.setArray(1, conn.createArrayOf("text", payloads.toArray()));
-      try (ResultSet rs = ps.executeQuery()) {
-        rs.next();
-      }
+    try (PreparedStatement ps = conn.prepareStatement(releasedSql(thenUnlockAll))) {
+      ps.setString(1, String.join("\n", payloads));
+      ps.execute();
       proofs.alive(start);
     } catch (SQLException e) {
       LOG.debug("{} Could not notify the release: {}", id.context(), e.toString());
     }
+  }
+
+  /**
+   * The statement of {@link #released}: the one that also unlocks only on a session in autocommit
+   * with no transaction open, since its {@code COMMIT} would commit whatever such a transaction
+   * holds (user work left uncommitted is rolled back by the session's end instead).
+   */
+  private String releasedSql(boolean thenUnlockAll) throws SQLException {
+    if (thenUnlockAll
+        && conn.getAutoCommit()
+        && PgSession.transaction(conn) == PgSession.Transaction.IDLE) {
+      return SessionSql.releasedThenUnlockAll();
+    }
+    return SessionSql.released();
   }
 }

@@ -159,7 +159,7 @@ abstract class TermFinish {
     }
     if (!unlock.isEmpty() && endReason() == null && session.isOpen()) {
       try {
-        session.released(releasedNotices(unlockedTerms));
+        session.released(releasedNotices(unlockedTerms), false);
         session.unlock(unlock);
       } catch (java.sql.SQLException e) {
         // Not knowing whether the keys are still held, end the session: that releases them.
@@ -190,7 +190,7 @@ abstract class TermFinish {
           session.abort();
         } else {
           if (policy.unlocks(t.reason())) {
-            session.released(releasedNotices(List.of(t)));
+            session.released(releasedNotices(List.of(t)), true); // the session ends next
           }
           session.end();
         }
@@ -257,7 +257,7 @@ abstract class TermFinish {
         List<TermState> released = new ArrayList<>(releasedAtEnd);
         released.addAll(told);
         if (policy.unlocks(why) && !released.isEmpty()) {
-          session.released(releasedNotices(released));
+          session.released(releasedNotices(released), true); // the session ends next
         }
         session.end();
       }
