@@ -213,6 +213,7 @@ class LeadershipMeasurementIntegrationTest {
   /** The old leader's last EFFECT to the new leader's first CHECK, on yield. */
   private void yieldHandOver(TestDatabase db) {
     List<Long> gaps = new ArrayList<>();
+    List<Long> fromYield = new ArrayList<>();
     for (int i = 0; i < reps; i++) {
       LockKey key = TestKeys.next();
       TermEvents a = new TermEvents("y-a");
@@ -227,14 +228,19 @@ class LeadershipMeasurementIntegrationTest {
         la.yield(Duration.ofSeconds(30));
         await().atMost(WITHIN).until(() -> b.first("CHECK", before) > 0);
         gaps.add(b.first("CHECK", before) - a.last("EFFECT"));
+        // The old leader's work has stopped once yield() is called (its last work was before, at
+        // most one refreshInterval, here 50 ms, earlier): the hand-over proper.
+        fromYield.add(b.first("CHECK", before) - Math.max(before, a.last("EFFECT")));
       }
     }
     row("hand-over on `yield`: old leader's last work to new leader's first work", gaps);
+    row("hand-over on `yield`: the `yield()` call to new leader's first work", fromYield);
   }
 
   /** The same gap when a preferred WAIT standby arrives and the leader yields at its refresh. */
   private void preferredHandOver(TestDatabase db) {
     List<Long> gaps = new ArrayList<>();
+    List<Long> fromStop = new ArrayList<>();
     for (int i = 0; i < reps; i++) {
       LockKey key = TestKeys.next();
       TermEvents a = new TermEvents("p-a");
@@ -253,9 +259,15 @@ class LeadershipMeasurementIntegrationTest {
         lb.start(b.task());
         await().atMost(WITHIN).until(() -> b.first("CHECK", before) > 0);
         gaps.add(b.first("CHECK", before) - a.last("EFFECT"));
+        // The old leader stops at the refresh that finds the preferred standby waiting; its
+        // onLost(YIELDED) comes right after, before the release.
+        fromStop.add(b.first("CHECK", before) - a.first("LOST", before));
       }
     }
     row("hand-over to a preferred candidate: old leader's last work to new first work", gaps);
+    row(
+        "hand-over to a preferred candidate: old leader's stop (onLost) to new first work",
+        fromStop);
   }
 
   /** Graceful WAIT takeover with and without the lock-delay (which then does not wait). */
