@@ -233,6 +233,9 @@ class LeadershipMeasurementIntegrationTest {
         fromYield.add(b.first("CHECK", before) - Math.max(before, a.last("EFFECT")));
       }
     }
+    assertThat(gaps)
+        .as("acting overlap on yield: a new first check before the last effect")
+        .allMatch(g -> g > 0);
     row("hand-over on `yield`: old leader's last work to new leader's first work", gaps);
     row("hand-over on `yield`: the `yield()` call to new leader's first work", fromYield);
   }
@@ -264,6 +267,9 @@ class LeadershipMeasurementIntegrationTest {
         fromStop.add(b.first("CHECK", before) - a.first("LOST", before));
       }
     }
+    assertThat(gaps)
+        .as("acting overlap on hand-over: a new first check before the last effect")
+        .allMatch(g -> g > 0);
     row("hand-over to a preferred candidate: old leader's last work to new first work", gaps);
     row(
         "hand-over to a preferred candidate: old leader's stop (onLost) to new first work",
