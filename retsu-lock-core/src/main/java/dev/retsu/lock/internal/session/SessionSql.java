@@ -272,10 +272,10 @@ public final class SessionSql {
 
   /**
    * The {@code released} notices of keys about to be released gracefully, one statement: pid.
-   * Binds: the payloads (text array). Its commit does not wait for the WAL flush ({@code
-   * synchronous_commit} off for this transaction alone): a notice is delivered once its transaction
-   * commits, flushed or not, a crash ends every listener's session anyway, and a successor waiting
-   * for the key would otherwise wait for that flush too.
+   * Binds: the payloads as one text, one per line. Its commit does not wait for the WAL flush
+   * ({@code synchronous_commit} off for this transaction alone): a notice is delivered once its
+   * transaction commits, flushed or not, a crash ends every listener's session anyway, and a
+   * successor waiting for the key would otherwise wait for that flush too.
    */
   public static String released() {
     return "SELECT pg_catalog.pg_backend_pid(), pg_catalog.set_config('synchronous_commit', 'off',"
@@ -287,7 +287,7 @@ public final class SessionSql {
 
   /**
    * {@link #released()} committed in a transaction of its own, then every advisory lock of the
-   * session unlocked, in one round trip (three statements, one answer): for a session that ends
+   * session unlocked, in one round trip (four statements, one answer): for a session that ends
    * right after, so that a successor is granted the key as soon as the notices are committed, not
    * once the server has processed the session's end. The explicit {@code COMMIT} puts the notices
    * in the queue before the unlock can grant the key to anyone, so a listener reads {@code
