@@ -69,7 +69,7 @@ class LeadershipMeasurementIntegrationTest {
     Files.createDirectories(out.getParent());
     Files.writeString(out, md.toString(), StandardCharsets.UTF_8);
     System.out.println(md);
-    assertThat(rows).hasSize(9);
+    assertThat(rows).hasSize(11);
   }
 
   private void row(String what, List<Long> nanos) {
