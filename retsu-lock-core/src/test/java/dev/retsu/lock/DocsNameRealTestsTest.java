@@ -12,7 +12,6 @@ import java.util.Set;
 import java.util.TreeSet;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -43,10 +42,8 @@ class DocsNameRealTestsTest {
       }
     }
     Set<String> methods = new TreeSet<>();
-    try (Stream<Path> s = Files.walk(ROOT)) {
-      s.filter(p -> p.toString().endsWith(".java"))
-          .filter(p -> !p.toString().contains("/target/"))
-          .forEach(p -> collectMethods(p, methods));
+    for (Path source : ReadmeSnippets.files(ROOT, ".java")) {
+      collectMethods(source, methods);
     }
 
     assertThat(named).as("test names the docs cite").isNotEmpty();

@@ -2,9 +2,13 @@ package dev.retsu.lock.testing;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.SimpleFileVisitor;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -14,7 +18,6 @@ import java.util.TreeSet;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
-import java.util.stream.Stream;
 
 /**
  * Keeps the Java blocks of the README and every other page ({@code docs/*.md}, module READMEs)
@@ -66,25 +69,49 @@ public final class ReadmeSnippets {
    * @return the pages
    */
   public static List<Path> pages(Path root) {
-    try (Stream<Path> s = Files.walk(root)) {
-      return s.filter(p -> p.getFileName().toString().endsWith(".md"))
-          .filter(p -> Files.isRegularFile(p))
-          .filter(p -> !excluded(root.relativize(p)))
-          .sorted()
-          .collect(Collectors.toList());
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot list the pages under " + root, e);
-    }
+    return files(root, ".md");
   }
 
-  private static boolean excluded(Path relative) {
-    for (Path part : relative) {
-      String name = part.toString();
-      if (name.equals("target") || (name.startsWith(".") && !name.equals(".."))) {
-        return true;
-      }
+  /**
+   * Returns the regular files under the root whose names end with {@code suffix}, in a stable
+   * order, without descending into build output ({@code target/}) or hidden directories: a build
+   * running meanwhile (surefire rewriting its reports) deletes files there, which would fail a
+   * plain walk.
+   *
+   * @param root the repository root, e.g. {@code Path.of("..")} from a module
+   * @param suffix the end of the file names, e.g. {@code .java}
+   * @return the files
+   */
+  public static List<Path> files(Path root, String suffix) {
+    List<Path> found = new ArrayList<>();
+    try {
+      Files.walkFileTree(
+          root,
+          new SimpleFileVisitor<>() {
+            @Override
+            public FileVisitResult preVisitDirectory(Path dir, BasicFileAttributes attrs) {
+              return dir.equals(root) || !excluded(dir.getFileName().toString())
+                  ? FileVisitResult.CONTINUE
+                  : FileVisitResult.SKIP_SUBTREE;
+            }
+
+            @Override
+            public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) {
+              if (attrs.isRegularFile() && file.getFileName().toString().endsWith(suffix)) {
+                found.add(file);
+              }
+              return FileVisitResult.CONTINUE;
+            }
+          });
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot list the " + suffix + " files under " + root, e);
     }
-    return false;
+    Collections.sort(found);
+    return found;
+  }
+
+  private static boolean excluded(String directory) {
+    return directory.equals("target") || directory.startsWith(".");
   }
 
   /**
