@@ -147,12 +147,13 @@ abstract class TermEnd extends TermFinish implements Session.Listener {
       return;
     }
     if (running == null && !inJob) {
-      // No refresh or job runs: the worker is between refreshes, maybe inside a wait on the socket
-      // that
-      // would hold it for up to a slice. Finish here (listeners, then the session ends, aborting
-      // that wait) so that the lock is free now, not when the slice ends. Every term was claimed
-      // above, so no refresh of one can start any more.
-      finishSession(false);
+      // No refresh or job runs: the worker is between refreshes. Finish here (listeners, then the
+      // release) so that the lock is free now. Every term was claimed above, so no refresh of one
+      // can start any more. If the worker, woken by the end, got there first, bound its listeners
+      // as it bounds ours: a hung onLost holds the lock at most closeTimeout either way.
+      if (!finishSession(false)) {
+        awaitOtherFinisher();
+      }
       return;
     }
     if (!awaitDone(options.closeTimeout())) {
