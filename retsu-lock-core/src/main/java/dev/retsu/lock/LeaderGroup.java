@@ -49,17 +49,15 @@ import org.slf4j.LoggerFactory;
  *       life for {@code selfFenceAfter} self-fences every key on it; a key released to rebalance,
  *       or whose refresh failed or timed out, ends alone: work stopped, {@code onLost}, then the
  *       key is unlocked on our session. The end protocol is the one every recipe shares.
- *   <li><b>Ownership.</b> Every {@code heartbeatInterval} each session proves its keys in O(1)
- *       (same backend, same marker); once user code used the session it reads {@code pg_locks} once
- *       for the whole session instead, at least every {@code heartbeatInterval} however busy the
- *       tasks keep it, and at once after SQL that may release or reset it. Keys it no longer holds
- *       end ({@link LossReason#LOCK_NOT_HELD}).
- *   <li><b>Fair spread.</b> Each member holds one of {@value #MAX_MEMBERS} membership slots (an
- *       advisory lock in the group's namespace) and every {@code membershipInterval} reads the
- *       membership with one statement that probes the slots, then yields its surplus over {@code
- *       ceil(N / M)} gracefully or takes free keys up to it, preferring its own range of the key
- *       list. A key freed by a crash, a leave or a yield is taken within about one interval; a
- *       joining member is balanced within about two. See docs/leader-group.md for the bounds.
+ *   <li><b>Ownership.</b> Every {@code heartbeatInterval} each session proves its keys: in O(1)
+ *       (same backend, same marker), or with one {@code pg_locks} read once user code used it, and
+ *       at once after SQL that may release or reset it. Keys it lost end ({@link
+ *       LossReason#LOCK_NOT_HELD}).
+ *   <li><b>Fair spread.</b> Each member holds one of {@value #MAX_MEMBERS} membership slots and
+ *       every {@code membershipInterval} probes them in one statement, then yields its surplus over
+ *       {@code ceil(N / M)} or takes free keys up to it. A leave is pushed to the others at once
+ *       and a vanished member is seen by its ring neighbour within {@code memberWatchInterval}, so
+ *       its keys are taken within milliseconds. Bounds: docs/leader-group.md.
  * </ul>
  *
  * <p>Every member must be built with the same name and the same keys in the same order.
@@ -74,9 +72,8 @@ public final class LeaderGroup implements AutoCloseable {
   public static final int MAX_SESSIONS = 16;
 
   /**
-   * The most members of one group: 256. Each member holds one of 256 membership slots, and reading
-   * the membership probes each slot once (no {@code pg_locks} read), so its cost does not grow with
-   * the number of locks on the server.
+   * The most members of one group: 256, one membership slot each; reading the membership probes
+   * each slot once, so its cost does not grow with the number of locks on the server.
    */
   public static final int MAX_MEMBERS = Membership.SLOTS;
 
