@@ -48,8 +48,11 @@ final class WaitArming {
     // connection, so the first release does not parse it while a successor waits for the key.
     c.prepareStatement(SessionSql.releasedThenUnlockAll()).close();
     // And the first ensureLeader() after the grant looks at the socket's pending bytes through
-    // pgjdbc's fields: reach them once now, so that the reflective access is set up already.
-    PgSession.countsPendingBytes(c);
+    // pgjdbc's fields: reach them once now, and look once (nothing is pending on an idle session
+    // and nothing is read), so that the reflective access and the look are set up already.
+    if (PgSession.countsPendingBytes(c)) {
+      PgSession.probe(c, false);
+    }
     boolean wal = TokenMode.walTimeline(spec.dataSource(), c, spec.context());
     if (listen) {
       try (Statement st = c.createStatement()) {

@@ -240,7 +240,9 @@ abstract class TermFinish {
     List<TermState> told = new ArrayList<>();
     try {
       List<TermState> all = new ArrayList<>(terms.values());
-      all.sort(BY_NUMBER);
+      if (all.size() > 1) {
+        all.sort(BY_NUMBER);
+      }
       for (TermState t : all) {
         t.claim(why, endCause); // one added meanwhile
         if (t.startFinishing()) {

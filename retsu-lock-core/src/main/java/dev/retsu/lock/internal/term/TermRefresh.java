@@ -44,7 +44,9 @@ abstract class TermRefresh extends TermEnd {
         due.add(t);
       }
     }
-    due.sort(BY_NEXT_REFRESH);
+    if (due.size() > 1) {
+      due.sort(BY_NEXT_REFRESH); // one term (a loop) needs no order, nor the sort's classes
+    }
     for (TermState t : due) {
       if (endReason() != null || closing.getAsBoolean()) {
         return;
