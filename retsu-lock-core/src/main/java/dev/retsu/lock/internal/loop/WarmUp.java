@@ -20,9 +20,12 @@ import dev.retsu.lock.internal.term.SessionWatchdog;
 import dev.retsu.lock.internal.term.SessionWorker;
 import dev.retsu.lock.internal.term.TermListeners;
 import dev.retsu.lock.internal.term.TermState;
+import java.util.Arrays;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -74,9 +77,10 @@ public final class WarmUp {
           PgSession.Transaction.class,
           SessionTerminator.class,
           MessageFormatter.class,
-          // a JDK class a term creates that the JDK's default CDS archive does not hold: loaded
-          // from the runtime image at the grant, it cost 0.5 to 1.5 ms in the failover benchmark
-          ConcurrentLinkedQueue.class);
+          // JDK classes a term creates that the JDK's default CDS archive may not hold: loading
+          // one from the runtime image at the grant cost 0.5 to 1.5 ms in the failover benchmark
+          ConcurrentLinkedQueue.class,
+          CopyOnWriteArrayList.class);
 
   /**
    * Classes of optional dependencies or of some of their versions, loaded by name when present:
@@ -94,11 +98,16 @@ public final class WarmUp {
 
   private WarmUp() {}
 
-  /** Creates the queue's first node once, as a term's first job does. */
+  /**
+   * Runs, once, the JDK code a takeover runs first: a queue's first node, a decimal's parse (the
+   * grant's answer has one), a sort of objects (a group's refreshes and ends sort terms).
+   */
   private static void warmJdkPaths() {
     Queue<Object> queue = new ConcurrentLinkedQueue<>();
     queue.add(Boolean.TRUE);
     queue.poll();
+    Double.parseDouble("0.000125");
+    Arrays.sort(new Integer[] {2, 1}, Comparator.naturalOrder());
   }
 
   /** Loads and initialises the leader path; never throws. */
