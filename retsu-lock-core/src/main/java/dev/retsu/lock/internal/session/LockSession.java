@@ -227,6 +227,11 @@ public final class LockSession implements Session {
     return socket.awaitEvent(millis);
   }
 
+  @Override
+  public boolean countsPendingBytes() {
+    return socket.countsPendingBytes;
+  }
+
   /**
    * Puts the session back in autocommit with no transaction open, after user work: rolls back what
    * was left uncommitted.

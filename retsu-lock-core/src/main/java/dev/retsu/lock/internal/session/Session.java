@@ -89,6 +89,14 @@ public interface Session {
    */
   boolean awaitEvent(int millis) throws SQLException;
 
+  /**
+   * Whether {@link #probe probe(0, false)} sees what arrived without reading (a plain TCP socket
+   * whose pending bytes the kernel counts), so it can be called often without holding the session.
+   */
+  default boolean countsPendingBytes() {
+    return false;
+  }
+
   /** Puts the session back in autocommit after user work; true if something had to be undone. */
   boolean repairAutocommit() throws SQLException;
 

@@ -25,6 +25,10 @@ final class SessionSocket {
   private final ReentrantLock io;
   private final AtomicBoolean open;
   private final Proofs proofs;
+
+  /** Whether a probe sees pending bytes without a read (a plain TCP socket). */
+  final boolean countsPendingBytes;
+
   private volatile Thread idleThread;
   private volatile boolean endSeen;
   private volatile boolean droppedNotifications;
@@ -36,6 +40,7 @@ final class SessionSocket {
     this.io = io;
     this.open = open;
     this.proofs = proofs;
+    this.countsPendingBytes = PgSession.countsPendingBytes(conn);
   }
 
   /** Whether the calling thread is not the one that waits on the socket between refreshes. */
@@ -68,7 +73,7 @@ final class SessionSocket {
       if (!open.get() || endSeen) {
         return PgSession.Evidence.ENDED;
       }
-      boolean reads = readSocket || !PgSession.countsPendingBytes(conn);
+      boolean reads = readSocket || !countsPendingBytes;
       PgSession.Evidence evidence = PgSession.probe(conn, reads);
       if (reads) {
         proofs.read();

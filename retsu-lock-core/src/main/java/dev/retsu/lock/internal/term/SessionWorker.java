@@ -5,6 +5,7 @@ import dev.retsu.lock.LockKey;
 import dev.retsu.lock.LossReason;
 import dev.retsu.lock.Term;
 import dev.retsu.lock.internal.TimeSource;
+import dev.retsu.lock.internal.session.PgSession;
 import dev.retsu.lock.internal.session.Proofs;
 import dev.retsu.lock.internal.session.Session;
 import java.sql.SQLException;
@@ -41,9 +42,13 @@ public final class SessionWorker extends TermRefresh {
    * The read on the socket at the start of each idle slice, the only part of the slice that holds
    * the session: a close, a yield or a thread that wants the session waits at most this, not a
    * whole slice. A FATAL, a notification or a bare EOF that arrives during it ends the wait at
-   * once; one that arrives later in the slice is read at the next slice's start.
+   * once. Later in the slice, a FATAL on a plain TCP socket is seen within {@link #WATCH_NANOS};
+   * anything else (and everything on an SSL socket) is read at the next slice's start.
    */
   static final int IDLE_READ_MILLIS = 1;
+
+  /** How often the rest of an idle slice looks at the socket's pending bytes, where it can. */
+  static final long WATCH_NANOS = 1_000_000L;
 
   private final ConcurrentLinkedQueue<Runnable> jobs = new ConcurrentLinkedQueue<>();
   private final Wakeup wakeup;
@@ -230,7 +235,8 @@ public final class SessionWorker extends TermRefresh {
       return;
     }
     long slice = Math.min(wait, SLICE_NANOS);
-    if (session.proofs().foreignUseWithin(Proofs.SHARED_FOR_NANOS)) {
+    boolean foreign = session.proofs().foreignUseWithin(Proofs.SHARED_FOR_NANOS);
+    if (foreign) {
       readIfUnread(); // another thread works on the session: leave the socket to it
     } else {
       try {
@@ -238,19 +244,57 @@ public final class SessionWorker extends TermRefresh {
           return;
         }
       } catch (SQLException e) {
-        if (endReason() == null) {
-          LOG.debug("{} Session ended while waiting: {}", session.id().context(), e.toString());
-          endSession(
-              closing.getAsBoolean() ? LossReason.CLOSED : LossReason.SESSION_LOST, e, false);
-        }
+        endedWhileWaiting(e);
         return;
       }
     }
-    long rest = slice - (time.nanoTime() - now);
-    if (rest > 0) {
-      wakeup.await(rest, () -> !jobs.isEmpty() || endReason() != null);
-    }
+    waitOutSlice(now, slice, !foreign && session.countsPendingBytes());
     clearOwnInterrupt();
+  }
+
+  /**
+   * The rest of an idle slice, on the wakeup. Where the socket counts its pending bytes, it looks
+   * at them every {@link #WATCH_NANOS} without holding the session, so a FATAL that arrives after
+   * the slice's read (a terminate, a shutdown) ends the terms within that, not at the next slice.
+   */
+  private void waitOutSlice(long start, long slice, boolean watch) {
+    TimeSource time = options.time();
+    long rest = slice - (time.nanoTime() - start);
+    while (rest > 0) {
+      long step = watch ? Math.min(rest, WATCH_NANOS) : rest;
+      if (!wakeup.await(step, () -> !jobs.isEmpty() || endReason() != null)
+          || !jobs.isEmpty()
+          || endReason() != null) {
+        return;
+      }
+      if (watch) {
+        PgSession.Evidence seen = session.probe(0, false); // null: a thread is using the session
+        if (seen == PgSession.Evidence.ENDED) {
+          readEnd();
+          return;
+        }
+        watch = seen != PgSession.Evidence.PENDING; // a notice: the next slice's read takes it
+      }
+      rest = slice - (time.nanoTime() - start);
+    }
+  }
+
+  /** Reads the end the watch saw, so the terms end with the server's own error as the cause. */
+  private void readEnd() {
+    try {
+      if (!session.awaitEvent(IDLE_READ_MILLIS) && endReason() == null && session.isOpen()) {
+        evidence(PgSession.Evidence.ENDED); // it cannot be read here (a transaction is open)
+      }
+    } catch (SQLException e) {
+      endedWhileWaiting(e);
+    }
+  }
+
+  private void endedWhileWaiting(SQLException e) {
+    if (endReason() == null) {
+      LOG.debug("{} Session ended while waiting: {}", session.id().context(), e.toString());
+      endSession(closing.getAsBoolean() ? LossReason.CLOSED : LossReason.SESSION_LOST, e, false);
+    }
   }
 
   // ---- what the session reports (on the thread that saw it, its I/O lock held) ----
