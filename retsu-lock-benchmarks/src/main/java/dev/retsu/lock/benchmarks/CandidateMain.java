@@ -191,7 +191,10 @@ public final class CandidateMain {
                 new LeaderListener() {
                   @Override
                   public void onAttempt(AttemptResult result, Duration duration, Throwable error) {
-                    if (ready.compareAndSet(false, true)) {
+                    // A WAIT standby's first attempt ends at its grant: ACQUIRED follows at once,
+                    // and a line printed here would sit in the takeover the raw waiter is
+                    // compared with (the parent sees a WAIT standby ready in pg_stat_activity).
+                    if (result != AttemptResult.ACQUIRED && ready.compareAndSet(false, true)) {
                       emit("READY", "");
                     }
                   }
@@ -574,7 +577,9 @@ public final class CandidateMain {
                         @Override
                         public void onAttempt(
                             AttemptResult result, Duration duration, Throwable error) {
-                          if (ready.compareAndSet(false, true)) {
+                          // As in runRetsu: no line inside a WAIT standby's takeover.
+                          if (result != AttemptResult.ACQUIRED
+                              && ready.compareAndSet(false, true)) {
                             emit("READY", "");
                           }
                         }

@@ -27,6 +27,9 @@ final class IdleCostBenchmark {
    * @param standbyStatementsPerSecond statements per second of one standby (mean of two)
    * @param leaderConnections mean connections held by the leader
    * @param standbyConnections mean connections held by one standby
+   * @param leaderCpuPercent CPU time of the leader's JVM over the window, % of one core (-1: the
+   *     platform does not report it)
+   * @param standbyCpuPercent the same for one standby's JVM (mean of two)
    * @param note anything unusual
    */
   record Result(
@@ -35,6 +38,8 @@ final class IdleCostBenchmark {
       double standbyStatementsPerSecond,
       double leaderConnections,
       double standbyConnections,
+      double leaderCpuPercent,
+      double standbyCpuPercent,
       String note) {}
 
   private static final String[] ROLES = {"bench_c1", "bench_c2", "bench_c3"};
@@ -63,7 +68,7 @@ final class IdleCostBenchmark {
 
   Result run(FailoverBenchmark.Config config) throws Exception {
     if (!env.statementsExtension) {
-      return new Result(config.name(), -1, -1, -1, -1, "pg_stat_statements not available");
+      return new Result(config.name(), -1, -1, -1, -1, -1, -1, "pg_stat_statements not available");
     }
     long key = KEYS.incrementAndGet();
     List<ChildCandidate> children = new ArrayList<>();
@@ -71,7 +76,7 @@ final class IdleCostBenchmark {
       children.add(launch(config, ROLES[0], key));
       Duration setup = config.window().plus(Duration.ofSeconds(60));
       if (!FailoverBenchmark.await(setup, () -> children.get(0).leading())) {
-        return new Result(config.name(), -1, -1, -1, -1, "no leader within " + setup);
+        return new Result(config.name(), -1, -1, -1, -1, -1, -1, "no leader within " + setup);
       }
       children.add(launch(config, ROLES[1], key));
       children.add(launch(config, ROLES[2], key));
@@ -83,6 +88,7 @@ final class IdleCostBenchmark {
       long calls0;
       try (Connection c = env.connect()) {
         ServerProbe.resetStatements(c);
+        long[] cpu0 = children.stream().mapToLong(IdleCostBenchmark::cpuNanos).toArray();
         long start = System.nanoTime();
         long end = start + window.toNanos();
         while (System.nanoTime() - end < 0) {
@@ -92,6 +98,7 @@ final class IdleCostBenchmark {
           samples++;
           Thread.sleep(Math.min(1000, Math.max(1, (end - System.nanoTime()) / 1_000_000)));
         }
+        long[] cpu1 = children.stream().mapToLong(IdleCostBenchmark::cpuNanos).toArray();
         double seconds = (System.nanoTime() - start) / 1e9;
         Map<String, Long> calls = callsByRole(c);
         calls0 = calls.getOrDefault(ROLES[0], 0L);
@@ -105,6 +112,8 @@ final class IdleCostBenchmark {
             standby,
             connSum.getOrDefault(ROLES[0], 0.0) / n,
             (connSum.getOrDefault(ROLES[1], 0.0) + connSum.getOrDefault(ROLES[2], 0.0)) / 2 / n,
+            cpuPercent(cpu0, cpu1, seconds, 0, 1),
+            cpuPercent(cpu0, cpu1, seconds, 1, 3),
             note);
       }
     } finally {
@@ -112,6 +121,23 @@ final class IdleCostBenchmark {
         c.close();
       }
     }
+  }
+
+  /** The JVM's CPU time so far (user and system), or -1 when the platform does not say. */
+  private static long cpuNanos(ChildCandidate c) {
+    return c.process.toHandle().info().totalCpuDuration().map(Duration::toNanos).orElse(-1L);
+  }
+
+  /** Mean CPU of children {@code from} to {@code to} (exclusive) over the window, % of a core. */
+  private static double cpuPercent(long[] before, long[] after, double seconds, int from, int to) {
+    double sum = 0;
+    for (int i = from; i < to; i++) {
+      if (before[i] < 0 || after[i] < 0) {
+        return -1;
+      }
+      sum += (after[i] - before[i]) / 1e9;
+    }
+    return 100 * sum / (to - from) / seconds;
   }
 
   private ChildCandidate launch(FailoverBenchmark.Config config, String role, long key)

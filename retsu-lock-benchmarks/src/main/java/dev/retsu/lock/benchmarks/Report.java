@@ -537,17 +537,20 @@ final class Report {
           .append(" s (1 leader + 2 standbys, statements from pg_stat_statements by role)\n\n");
       md.append(
           "| config | statements/s leader | statements/s per standby | connections leader"
-              + " | connections per standby | note |\n| --- | --- | --- | --- | --- | --- |\n");
+              + " | connections per standby | leader JVM CPU (% of a core) | CPU per standby JVM"
+              + " | note |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n");
       for (IdleCostBenchmark.Result r : idle) {
         md.append(
             String.format(
                 Locale.ROOT,
-                "| %s | %.2f | %.2f | %.1f | %.1f | %s |%n",
+                "| %s | %.2f | %.2f | %.1f | %.1f | %s | %s | %s |%n",
                 r.config(),
                 r.leaderStatementsPerSecond(),
                 r.standbyStatementsPerSecond(),
                 r.leaderConnections(),
                 r.standbyConnections(),
+                percent(r.leaderCpuPercent()),
+                percent(r.standbyCpuPercent()),
                 r.note()));
       }
     }
@@ -702,5 +705,10 @@ final class Report {
       return Math.round(os.getTotalMemorySize() / (double) (1L << 30));
     }
     return -1;
+  }
+
+  /** A percentage with one decimal, or n/a when it was not measured (negative). */
+  private static String percent(double p) {
+    return p < 0 ? "n/a" : String.format(Locale.ROOT, "%.1f", p);
   }
 }
