@@ -390,7 +390,9 @@ final class Fleet implements AutoCloseable {
 
   void kill9(Member m) throws InterruptedException {
     m.killed = true;
-    m.process.destroyForcibly();
+    // SIGKILL through the process handle: Process.destroyForcibly() also closes our end of the
+    // member's output, so the reader could lose the lines it printed before it died
+    m.process.toHandle().destroyForcibly();
     m.process.waitFor(10, TimeUnit.SECONDS);
     m.proxy.close();
   }
