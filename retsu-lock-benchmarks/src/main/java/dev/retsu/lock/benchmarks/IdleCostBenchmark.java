@@ -40,7 +40,13 @@ final class IdleCostBenchmark {
       double standbyConnections,
       double leaderCpuPercent,
       double standbyCpuPercent,
-      String note) {}
+      String note) {
+
+    /** A config that could not be measured, and why. */
+    static Result unmeasured(String config, String note) {
+      return new Result(config, -1, -1, -1, -1, -1, -1, note);
+    }
+  }
 
   private static final String[] ROLES = {"bench_c1", "bench_c2", "bench_c3"};
   private static final AtomicInteger KEYS = new AtomicInteger(5000);
@@ -68,7 +74,7 @@ final class IdleCostBenchmark {
 
   Result run(FailoverBenchmark.Config config) throws Exception {
     if (!env.statementsExtension) {
-      return new Result(config.name(), -1, -1, -1, -1, -1, -1, "pg_stat_statements not available");
+      return Result.unmeasured(config.name(), "pg_stat_statements not available");
     }
     long key = KEYS.incrementAndGet();
     List<ChildCandidate> children = new ArrayList<>();
@@ -76,7 +82,7 @@ final class IdleCostBenchmark {
       children.add(launch(config, ROLES[0], key));
       Duration setup = config.window().plus(Duration.ofSeconds(60));
       if (!FailoverBenchmark.await(setup, () -> children.get(0).leading())) {
-        return new Result(config.name(), -1, -1, -1, -1, -1, -1, "no leader within " + setup);
+        return Result.unmeasured(config.name(), "no leader within " + setup);
       }
       children.add(launch(config, ROLES[1], key));
       children.add(launch(config, ROLES[2], key));

@@ -11,7 +11,6 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.BooleanSupplier;
@@ -208,12 +207,7 @@ public final class LockSession implements Session {
   /** Takes the I/O lock if no other thread holds it or waits for it (never barges). */
   @Override
   public boolean tryLockIo() {
-    try {
-      return io.tryLock(0, TimeUnit.NANOSECONDS);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      return false;
-    }
+    return socket.tryLock(0);
   }
 
   /** Releases the I/O lock taken with {@link #tryLockIo()}. */

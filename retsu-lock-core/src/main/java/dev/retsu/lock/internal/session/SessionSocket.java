@@ -43,6 +43,19 @@ final class SessionSocket {
     this.countsPendingBytes = PgSession.countsPendingBytes(conn);
   }
 
+  /**
+   * Takes the I/O lock within {@code nanos} unless another thread holds or waits for it (a fair
+   * lock: never barges); an interrupt answers false and stays set.
+   */
+  boolean tryLock(long nanos) {
+    try {
+      return io.tryLock(Math.max(0, nanos), TimeUnit.NANOSECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    }
+  }
+
   /** Whether the calling thread is not the one that waits on the socket between refreshes. */
   boolean foreignThread() {
     Thread idle = idleThread;
@@ -61,12 +74,7 @@ final class SessionSocket {
    * @return the evidence, or null if the session stayed busy for {@code maxWaitNanos}
    */
   public PgSession.Evidence probe(long maxWaitNanos, boolean readSocket) {
-    try {
-      if (!io.tryLock(Math.max(0, maxWaitNanos), TimeUnit.NANOSECONDS)) {
-        return null;
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
+    if (!tryLock(maxWaitNanos)) {
       return null;
     }
     try {
