@@ -53,9 +53,6 @@ public final class SessionWorker extends TermRefresh {
   private final ConcurrentLinkedQueue<Runnable> jobs = new ConcurrentLinkedQueue<>();
   private final Wakeup wakeup;
 
-  /** What cuts an idle wait short besides a close: a job, or the session's end (one instance). */
-  private final BooleanSupplier stirred = () -> !jobs.isEmpty() || endReason() != null;
-
   /**
    * A worker for one session.
    *
@@ -233,7 +230,7 @@ public final class SessionWorker extends TermRefresh {
       return;
     }
     if (time.simulated()) {
-      wakeup.await(wait, stirred); // no socket to yield
+      wakeup.await(wait, () -> !jobs.isEmpty() || endReason() != null); // no socket to yield
       clearOwnInterrupt();
       return;
     }
@@ -265,7 +262,9 @@ public final class SessionWorker extends TermRefresh {
     long rest = slice - (time.nanoTime() - start);
     while (rest > 0) {
       long step = watch ? Math.min(rest, WATCH_NANOS) : rest;
-      if (!wakeup.await(step, stirred) || stirred.getAsBoolean()) {
+      if (!wakeup.await(step, () -> !jobs.isEmpty() || endReason() != null)
+          || !jobs.isEmpty()
+          || endReason() != null) {
         return;
       }
       if (watch) {
