@@ -80,50 +80,66 @@ final class KeyPlacement {
     }
   }
 
-  /** A sweep of the whole ring after a change, a few hundred keys at rest (see Rebalancer). */
+  /**
+   * A sweep of the whole ring after a change, a few hundred keys at rest (see Rebalancer): in
+   * waves, each sending one statement to every session below its share before awaiting any.
+   */
   void takeUpToQuota(int budget) {
     while (budget > 0 && !core.closing()) {
-      BitSet now = core.heldSet();
-      int missing = rebalancer.quota() - now.cardinality();
-      SessionSlot target = leastLoaded();
-      if (missing <= 0 || target == null) {
+      int[] loads = new int[slots.size()];
+      for (int i = 0; i < loads.length; i++) {
+        loads[i] = slots.get(i).worker() == null ? -1 : slots.get(i).heldCount();
+      }
+      Rebalancer.Wave wave =
+          rebalancer.nextWave(core.heldSet(), budget, core.settings().batchSize(), loads);
+      if (wave.isEmpty()) {
         return;
       }
-      Rebalancer.Chunk chunk =
-          rebalancer.nextChunk(now, Math.min(budget, core.settings().batchSize()));
-      if (chunk.isEmpty()) {
-        return;
-      }
-      List<LockKey> keys = new ArrayList<>(chunk.size());
-      for (int k : chunk.keys()) {
-        keys.add(core.settings().keys().get(k));
-      }
-      // Spread keys over the sessions: one statement gives the least loaded session at most its
-      // even share of the quota (more only while other sessions are down and it is over it).
-      int share = (rebalancer.quota() + slots.size() - 1) / slots.size();
-      int load = target.heldCount();
-      int limit = load < share ? Math.min(missing, share - load) : missing;
-      List<LockKey> wanted = new ArrayList<>(keys.size());
+      List<Rebalancer.Segment> segments = wave.segments();
+      List<List<LockKey>> keys = new ArrayList<>(segments.size());
+      List<CompletableFuture<List<LockKey>>> answers = new ArrayList<>(segments.size());
       long at = time.nanoTime();
-      for (LockKey k : keys) {
-        if (core.mayTake(k, at)) {
-          wanted.add(k); // not a key this member yielded and cools down from
+      for (Rebalancer.Segment seg : segments) {
+        List<LockKey> segKeys = new ArrayList<>(seg.keys().size());
+        List<LockKey> wanted = new ArrayList<>(seg.keys().size());
+        for (int k : seg.keys().keys()) {
+          LockKey key = core.settings().keys().get(k);
+          segKeys.add(key);
+          if (core.mayTake(key, at)) {
+            wanted.add(key); // not a key this member yielded and cools down from
+          }
         }
+        keys.add(segKeys);
+        answers.add(
+            wanted.isEmpty()
+                ? CompletableFuture.completedFuture(List.of())
+                : slots.get(seg.session()).tryKeys(wanted, seg.limit()));
       }
-      List<LockKey> granted = wanted.isEmpty() ? List.of() : await(target.tryKeys(wanted, limit));
-      if (granted == null) {
+      long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(awaitBoundMillis());
+      int[] tried = new int[segments.size()];
+      boolean unanswered = false;
+      for (int j = 0; j < segments.size(); j++) {
+        List<LockKey> granted = await(answers.get(j), deadline);
+        if (granted == null) {
+          unanswered = true; // tried stays 0: the cursor stops before its keys
+          continue;
+        }
+        Set<LockKey> got = new HashSet<>(granted);
+        List<Integer> positions = new ArrayList<>(granted.size());
+        List<LockKey> segKeys = keys.get(j);
+        for (int p = 0; p < segKeys.size(); p++) {
+          if (got.contains(segKeys.get(p))) {
+            positions.add(p);
+          }
+        }
+        Rebalancer.Segment seg = segments.get(j);
+        tried[j] = Rebalancer.tried(seg.keys(), positions, seg.limit());
+      }
+      int covered = rebalancer.advance(wave, tried);
+      if (unanswered || covered == 0) {
         return;
       }
-      Set<LockKey> got = new HashSet<>(granted);
-      List<Integer> positions = new ArrayList<>(granted.size());
-      for (int p = 0; p < keys.size(); p++) {
-        if (got.contains(keys.get(p))) {
-          positions.add(p);
-        }
-      }
-      int tried = Rebalancer.tried(chunk, positions, limit);
-      rebalancer.advance(chunk, tried);
-      budget -= tried;
+      budget -= covered;
     }
   }
 
@@ -150,11 +166,22 @@ final class KeyPlacement {
 
   /** Waits for a slot's answer, bounded; null on timeout or when closing. */
   <T> T await(CompletableFuture<T> f) {
-    long bound =
-        core.settings().term().roundTripTimeout().toMillis() * 2
-            + core.settings().term().closeTimeout().toMillis();
+    return await(f, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(awaitBoundMillis()));
+  }
+
+  /** The bound on a slot's answer: two round trips and a close. */
+  private long awaitBoundMillis() {
+    return core.settings().term().roundTripTimeout().toMillis() * 2
+        + core.settings().term().closeTimeout().toMillis();
+  }
+
+  /**
+   * Waits for a slot's answer until {@code deadline}; null on timeout. A real wait on real threads,
+   * so the deadline is on the real clock ({@link System#nanoTime()}), as {@code Future.get} is.
+   */
+  private <T> T await(CompletableFuture<T> f, long deadline) {
     try {
-      return f.get(bound, TimeUnit.MILLISECONDS);
+      return f.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
     } catch (InterruptedException e) {
       if (!core.closing()) {
         Thread.currentThread().interrupt();

@@ -215,8 +215,8 @@ final class MemberWatch implements Runnable {
       if (before >= 0 && s.call(c -> core.membership().isFree(c, before))) {
         previous = -1;
         LOG.debug("{} The member at slot {} is gone", spec.context(), before);
+        roundNow.run(); // first: this member's round need not wait for the notice's round trip
         s.call(c -> notify(c, "gone:" + before));
-        roundNow.run();
       }
     }
   }
