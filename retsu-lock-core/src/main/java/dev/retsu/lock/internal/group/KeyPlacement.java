@@ -90,16 +90,15 @@ final class KeyPlacement {
       for (int i = 0; i < loads.length; i++) {
         loads[i] = slots.get(i).worker() == null ? -1 : slots.get(i).heldCount();
       }
-      Rebalancer.Wave wave =
-          rebalancer.nextWave(core.heldSet(), budget, core.settings().batchSize(), loads);
+      Wave wave = Wave.next(rebalancer, core.heldSet(), budget, core.settings().batchSize(), loads);
       if (wave.isEmpty()) {
         return;
       }
-      List<Rebalancer.Segment> segments = wave.segments();
+      List<Wave.Segment> segments = wave.segments();
       List<List<LockKey>> keys = new ArrayList<>(segments.size());
       List<CompletableFuture<List<LockKey>>> answers = new ArrayList<>(segments.size());
       long at = time.nanoTime();
-      for (Rebalancer.Segment seg : segments) {
+      for (Wave.Segment seg : segments) {
         List<LockKey> segKeys = new ArrayList<>(seg.keys().size());
         List<LockKey> wanted = new ArrayList<>(seg.keys().size());
         for (int k : seg.keys().keys()) {
@@ -132,10 +131,10 @@ final class KeyPlacement {
             positions.add(p);
           }
         }
-        Rebalancer.Segment seg = segments.get(j);
+        Wave.Segment seg = segments.get(j);
         tried[j] = Rebalancer.tried(seg.keys(), positions, seg.limit());
       }
-      int covered = rebalancer.advance(wave, tried);
+      int covered = wave.finish(rebalancer, tried);
       if (unanswered || covered == 0) {
         return;
       }

@@ -1,7 +1,6 @@
 package dev.retsu.lock.internal.group;
 
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.BitSet;
 import java.util.List;
 
@@ -23,9 +22,9 @@ import java.util.List;
  *       keys), so it never takes more than its quota; a cursor walks the ring so that keys found
  *       held elsewhere are not tried again until the ring wraps. The cursor restarts at the
  *       preferred range whenever the membership changes. A round sends one such statement to each
- *       session below its even share at once ({@link #nextWave}), each with its own consecutive
- *       part of the chunk and its own limit, so a departed member's keys are taken over in the time
- *       of one statement, not one per session.
+ *       session below its even share at once ({@link Wave}), each with its own consecutive part of
+ *       the chunk and its own limit, so a departed member's keys are taken over in the time of one
+ *       statement, not one per session.
  *   <li><b>Rejoining.</b> A member whose membership session was opened again (the server restarted,
  *       or that session was ended) sees the others come back one by one, each after its own
  *       reconnect. For a short while it plans with no fewer members than it saw before ({@link
@@ -283,123 +282,6 @@ public final class Rebalancer {
     if (tried > 0) {
       cursor = chunk.cursorAfter()[Math.min(tried, chunk.size()) - 1];
     }
-  }
-
-  /**
-   * One session's statement in a {@link Wave}: a consecutive part of the wave's chunk, from {@code
-   * offset} on, and the most grants it may take.
-   *
-   * @param session the session's position among the member's sessions
-   * @param keys its keys
-   * @param offset where its keys start within the wave's chunk
-   * @param limit the most keys it may take
-   */
-  public record Segment(int session, Chunk keys, int offset, int limit) {}
-
-  /**
-   * The keys one round tries at once, one statement per session, all sent before any answer is
-   * awaited: a chunk of the ring split into consecutive segments.
-   *
-   * @param chunk the keys, in ring order from the cursor
-   * @param segments one per session that takes part, in chunk order
-   */
-  public record Wave(Chunk chunk, List<Segment> segments) {
-    public boolean isEmpty() {
-      return segments.isEmpty();
-    }
-  }
-
-  /**
-   * The next wave: what this member misses of its quota, spread over its open sessions so that each
-   * is brought up to its even share ({@code ceil(quota / sessions)}), the least loaded first; what
-   * is left over (sessions are down) goes to the least loaded. The chunk holds up to {@code
-   * batchSize} keys per taking session (and at most {@code budget}), split between them in
-   * proportion to their limits. The limits add up to no more than what is missing, so a wave never
-   * takes this member above its quota. Sending the statements together is what takes over a
-   * departed member's keys in the time of one statement rather than one per session.
-   *
-   * @param held the keys held now
-   * @param budget the most keys this round may still try
-   * @param batchSize the most keys one statement tries
-   * @param loads keys held per session, -1 for a session that is not open
-   * @return the wave, empty when nothing is missing or no session is open
-   */
-  public Wave nextWave(BitSet held, int budget, int batchSize, int[] loads) {
-    int missing = quota() - held.cardinality();
-    if (missing <= 0 || budget <= 0) {
-      return new Wave(new Chunk(List.of(), new int[0]), List.of());
-    }
-    List<Integer> open = new ArrayList<>();
-    for (int i = 0; i < loads.length; i++) {
-      if (loads[i] >= 0) {
-        open.add(i);
-      }
-    }
-    open.sort((a, b) -> Integer.compare(loads[a], loads[b])); // stable: ties keep slot order
-    int share = (quota() + loads.length - 1) / Math.max(1, loads.length);
-    int[] limits = new int[loads.length];
-    int left = missing;
-    for (int i : open) {
-      int l = Math.min(left, Math.max(0, share - loads[i]));
-      limits[i] = l;
-      left -= l;
-    }
-    if (left > 0 && !open.isEmpty()) {
-      limits[open.get(0)] += left; // sessions are down: the least loaded takes the rest
-    }
-    List<Integer> taking = new ArrayList<>();
-    long total = 0;
-    for (int i : open) {
-      if (limits[i] > 0) {
-        taking.add(i);
-        total += limits[i];
-      }
-    }
-    if (taking.isEmpty()) {
-      return new Wave(new Chunk(List.of(), new int[0]), List.of());
-    }
-    Chunk chunk = nextChunk(held, (int) Math.min(budget, (long) batchSize * taking.size()));
-    List<Segment> segments = new ArrayList<>();
-    long sum = 0;
-    int from = 0;
-    for (int j = 0; j < taking.size(); j++) {
-      int i = taking.get(j);
-      sum += limits[i];
-      int to = j == taking.size() - 1 ? chunk.size() : (int) (chunk.size() * sum / total);
-      if (to > from) {
-        segments.add(
-            new Segment(
-                i,
-                new Chunk(
-                    chunk.keys().subList(from, to),
-                    Arrays.copyOfRange(chunk.cursorAfter(), from, to)),
-                from,
-                limits[i]));
-      }
-      from = Math.max(from, to);
-    }
-    return new Wave(chunk, segments);
-  }
-
-  /**
-   * The end of a wave: moves the cursor to the first key of its chunk that no statement tried (keys
-   * tried after it, and not granted, are tried again by the next wave: a try is harmless).
-   *
-   * @param wave the wave from {@link #nextWave}
-   * @param tried per segment, how many of its keys its statement tried ({@link #tried}); 0 for one
-   *     that did not answer
-   * @return how many keys of the chunk count as tried, 0 to its size
-   */
-  public int advance(Wave wave, int[] tried) {
-    int covered = wave.chunk().size();
-    for (int j = 0; j < wave.segments().size(); j++) {
-      Segment s = wave.segments().get(j);
-      if (tried[j] < s.keys().size()) {
-        covered = Math.min(covered, s.offset() + Math.max(0, tried[j]));
-      }
-    }
-    advance(wave.chunk(), covered);
-    return covered;
   }
 
   /**

@@ -76,11 +76,11 @@ class RebalancerTest {
     r.membership(1, 0); // alone: quota 2,000; four sessions, share 500
     BitSet held = new BitSet();
     held.set(0, 1_000); // the member's own half, 250 per session
-    Rebalancer.Wave w = r.nextWave(held, 1_000, 1_000, new int[] {250, 250, 250, 250});
+    Wave w = Wave.next(r, held, 1_000, 1_000, new int[] {250, 250, 250, 250});
     assertThat(w.chunk().keys()).containsExactlyElementsOf(range(1_000, 2_000));
     assertThat(w.segments()).hasSize(4);
     for (int j = 0; j < 4; j++) {
-      Rebalancer.Segment seg = w.segments().get(j);
+      Wave.Segment seg = w.segments().get(j);
       assertThat(seg.session()).isEqualTo(j);
       assertThat(seg.limit()).isEqualTo(250);
       assertThat(seg.offset()).isEqualTo(250 * j);
@@ -88,29 +88,29 @@ class RebalancerTest {
           .containsExactlyElementsOf(range(1_000 + 250 * j, 1_250 + 250 * j));
     }
     // Every statement tried all its keys: the cursor goes past the whole chunk.
-    assertThat(r.advance(w, new int[] {250, 250, 250, 250})).isEqualTo(1_000);
+    assertThat(w.finish(r, new int[] {250, 250, 250, 250})).isEqualTo(1_000);
 
     // The least loaded session comes first, and the limits add up to what is missing.
     Rebalancer r2 = new Rebalancer(2_000);
     r2.membership(1, 0);
     BitSet h2 = new BitSet();
     h2.set(0, 1_900);
-    Rebalancer.Wave w2 = r2.nextWave(h2, 1_000, 1_000, new int[] {500, 480, 440, 480});
-    assertThat(w2.segments()).extracting(Rebalancer.Segment::session).containsExactly(2, 1, 3);
-    assertThat(w2.segments()).extracting(Rebalancer.Segment::limit).containsExactly(60, 20, 20);
+    Wave w2 = Wave.next(r2, h2, 1_000, 1_000, new int[] {500, 480, 440, 480});
+    assertThat(w2.segments()).extracting(Wave.Segment::session).containsExactly(2, 1, 3);
+    assertThat(w2.segments()).extracting(Wave.Segment::limit).containsExactly(60, 20, 20);
     assertThat(w2.chunk().keys()).containsExactlyElementsOf(range(1_900, 2_000));
 
     // Sessions down: an open one takes the rest; none open, nothing to do.
-    Rebalancer.Wave w3 = r2.nextWave(h2, 1_000, 1_000, new int[] {-1, -1, 500, -1});
+    Wave w3 = Wave.next(r2, h2, 1_000, 1_000, new int[] {-1, -1, 500, -1});
     assertThat(w3.segments())
         .singleElement()
         .satisfies(seg -> assertThat(seg.limit()).isEqualTo(100));
-    assertThat(r2.nextWave(h2, 1_000, 1_000, new int[] {-1, -1, -1, -1}).isEmpty()).isTrue();
+    assertThat(Wave.next(r2, h2, 1_000, 1_000, new int[] {-1, -1, -1, -1}).isEmpty()).isTrue();
     // At the quota, or with no budget left, there is no wave.
     h2.set(0, 2_000);
-    assertThat(r2.nextWave(h2, 1_000, 1_000, new int[] {500, 500, 500, 500}).isEmpty()).isTrue();
+    assertThat(Wave.next(r2, h2, 1_000, 1_000, new int[] {500, 500, 500, 500}).isEmpty()).isTrue();
     h2.clear(1_999);
-    assertThat(r2.nextWave(h2, 0, 1_000, new int[] {500, 500, 500, 499}).isEmpty()).isTrue();
+    assertThat(Wave.next(r2, h2, 0, 1_000, new int[] {500, 500, 500, 499}).isEmpty()).isTrue();
   }
 
   @Test
@@ -119,14 +119,14 @@ class RebalancerTest {
     r.membership(1, 0);
     BitSet held = new BitSet();
     // Two sessions, 10 keys each at most per statement: a chunk of 20, split 10 / 10.
-    Rebalancer.Wave w = r.nextWave(held, 100, 10, new int[] {0, 0});
-    assertThat(w.segments()).extracting(Rebalancer.Segment::offset).containsExactly(0, 10);
+    Wave w = Wave.next(r, held, 100, 10, new int[] {0, 0});
+    assertThat(w.segments()).extracting(Wave.Segment::offset).containsExactly(0, 10);
     // The first statement stopped at its limit after 6 keys; the second tried all of its 10.
-    assertThat(r.advance(w, new int[] {6, 10})).isEqualTo(6);
+    assertThat(w.finish(r, new int[] {6, 10})).isEqualTo(6);
     assertThat(r.nextChunk(held, 3).keys()).containsExactly(6, 7, 8);
     // A session that did not answer: the cursor stops before its keys.
-    Rebalancer.Wave w2 = r.nextWave(held, 100, 10, new int[] {0, 0});
-    assertThat(r.advance(w2, new int[] {10, 0})).isEqualTo(10);
+    Wave w2 = Wave.next(r, held, 100, 10, new int[] {0, 0});
+    assertThat(w2.finish(r, new int[] {10, 0})).isEqualTo(10);
     assertThat(r.nextChunk(held, 1).keys()).containsExactly(16);
   }
 
