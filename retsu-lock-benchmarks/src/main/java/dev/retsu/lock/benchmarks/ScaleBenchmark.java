@@ -74,7 +74,6 @@ final class ScaleBenchmark {
     hc.setUsername(env.user());
     hc.setPassword(env.password());
     hc.setMaximumPoolSize(16);
-    hc.setMinimumIdle(4);
     hc.setPoolName("bench-scale-one-key");
     AtomicInteger leaders = new AtomicInteger();
     List<LeaderLoop> loops = new ArrayList<>();

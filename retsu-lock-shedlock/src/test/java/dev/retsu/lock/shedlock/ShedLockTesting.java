@@ -18,7 +18,8 @@ final class ShedLockTesting {
     c.setUsername(db.user());
     c.setPassword(db.password());
     c.setMaximumPoolSize(size);
-    c.setMinimumIdle(0);
+    // fixed-size (minimumIdle unset): HikariCP refills an evicted connection only up to
+    // minimumIdle, and every released lock evicts one (HikariPoolRefillIntegrationTest)
     return new HikariDataSource(c);
   }
 

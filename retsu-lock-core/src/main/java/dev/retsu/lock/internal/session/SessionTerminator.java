@@ -63,13 +63,15 @@ public final class SessionTerminator {
 
   /**
    * Looks up how to evict a session from this data source now, so that ending a session later does
-   * no reflection. Idempotent and cheap after the first call per data source class.
+   * no reflection, and warns once about a HikariCP pool whose evictions can starve a waiting thread
+   * ({@link PoolRefill}). Idempotent and cheap after the first call per data source class.
    *
    * @param dataSource the data source sessions come from; null does nothing
    */
   public static void prepare(DataSource dataSource) {
     if (dataSource != null) {
       EVICTORS.get(dataSource.getClass());
+      PoolRefill.check(dataSource);
     }
   }
 

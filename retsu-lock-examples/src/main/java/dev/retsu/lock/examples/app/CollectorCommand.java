@@ -202,9 +202,9 @@ public final class CollectorCommand {
     }
     password.ifPresent(config::setPassword);
     config.setMaximumPoolSize(db.poolSize());
-    // Up to poolSize connections, opened on demand: the leader keeps one for its whole term, a
-    // standby borrows one per attempt and gives it back; idle replicas need not hold ten.
-    config.setMinimumIdle(Math.min(2, db.poolSize()));
+    // Fixed-size (minimumIdle unset, HikariCP's default): the leader keeps one connection for its
+    // whole term and its end evicts it; HikariCP refills evicted connections only up to
+    // minimumIdle, so a smaller minimumIdle can leave a waiting thread without one.
     config.setConnectionTimeout(Duration.ofSeconds(10).toMillis());
     config.setMetricsTrackerFactory(new MicrometerMetricsTrackerFactory(registry));
     return new HikariDataSource(config);

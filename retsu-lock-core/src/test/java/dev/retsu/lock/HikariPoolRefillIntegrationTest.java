@@ -1,0 +1,140 @@
+package dev.retsu.lock;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.retsu.lock.testing.PostgresExtension;
+import dev.retsu.lock.testing.TestDatabase;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * A lease ends its session by evicting the connection from HikariCP, and HikariCP replaces an
+ * evicted connection only up to {@code minimumIdle}. A thread that began to wait for a connection
+ * while the pool was full is served when leases end only if the pool is fixed-size (HikariCP's
+ * default); with {@code minimumIdle} below the maximum it waits out {@code connectionTimeout}
+ * (HikariCP issue 906). This is what once made ShedLock's fuzz test fail in CI, on a pool with
+ * {@code minimumIdle} 0. Building a lock on such a pool logs one WARN that says so.
+ */
+@ExtendWith(PostgresExtension.class)
+class HikariPoolRefillIntegrationTest {
+
+  private static final Duration CONNECTION_TIMEOUT = Duration.ofSeconds(2);
+
+  @Test
+  void aFixedSizeHikariPoolServesAThreadThatWaitedWhileLeasesHeldEveryConnection(TestDatabase db)
+      throws Exception {
+    try (HikariDataSource pool = pool(db, "retsu-lock-test-fixed", 2, -1)) {
+      assertThat(thirdAttemptAfterTwoLeasesEnd(pool)).isEqualTo("acquired");
+    }
+  }
+
+  @Test
+  void aHikariPoolWithMinimumIdleBelowItsMaximumLeavesThatThreadWaitingOutConnectionTimeout(
+      TestDatabase db) throws Exception {
+    try (HikariDataSource pool = pool(db, "retsu-lock-test-elastic", 2, 0)) {
+      assertThat(thirdAttemptAfterTwoLeasesEnd(pool))
+          .startsWith("AdvisoryLockException")
+          .contains("Cannot connect to the database");
+    }
+  }
+
+  @Test
+  void buildingALockOnAHikariPoolWithMinimumIdleBelowItsMaximumWarnsOncePerPool(TestDatabase db) {
+    List<String> elastic;
+    List<String> fixed;
+    try (HikariDataSource pool = pool(db, "retsu-lock-test-warned", 4, 1);
+        HikariDataSource fixedPool = pool(db, "retsu-lock-test-quiet", 4, 4)) {
+      elastic =
+          warnings(
+              () -> {
+                AdvisoryLock.of(pool, TestKeys.next());
+                LeaderLoop.builder(pool, TestKeys.next()).build().close();
+              });
+      fixed = warnings(() -> AdvisoryLock.of(fixedPool, TestKeys.next()));
+    }
+    assertThat(elastic)
+        .singleElement()
+        .satisfies(
+            line ->
+                assertThat(line)
+                    .contains("HikariCP pool retsu-lock-test-warned")
+                    .contains("minimumIdle=1 below maximumPoolSize=4")
+                    .contains("connectionTimeout (2000 ms)"));
+    assertThat(fixed).isEmpty();
+  }
+
+  /**
+   * Two leases hold both of the pool's connections; a third attempt begins to wait for one; then
+   * both leases end. Returns "acquired", or the exception the third attempt ended with.
+   */
+  private static String thirdAttemptAfterTwoLeasesEnd(HikariDataSource pool) throws Exception {
+    AdvisoryLockLease first = AdvisoryLock.of(pool, TestKeys.next()).tryAcquire().orElseThrow();
+    AdvisoryLockLease second = AdvisoryLock.of(pool, TestKeys.next()).tryAcquire().orElseThrow();
+    AdvisoryLock third = AdvisoryLock.of(pool, TestKeys.next());
+    CompletableFuture<String> attempt =
+        CompletableFuture.supplyAsync(
+            () -> {
+              try {
+                Optional<AdvisoryLockLease> lease = third.tryAcquire();
+                lease.ifPresent(AdvisoryLockLease::close);
+                return lease.isPresent() ? "acquired" : "held elsewhere";
+              } catch (RuntimeException e) {
+                return e.getClass().getSimpleName() + ": " + e.getMessage();
+              }
+            });
+    await()
+        .atMost(Duration.ofSeconds(10))
+        .until(() -> pool.getHikariPoolMXBean().getThreadsAwaitingConnection() == 1);
+    // HikariCP's adder thread looks at the full pool when the thread begins to wait, and adds
+    // nothing; let it do so before the leases end (the fixed pool is served either way).
+    await().pollDelay(Duration.ofMillis(500)).until(() -> true);
+    first.close();
+    second.close();
+    return attempt.get(CONNECTION_TIMEOUT.toSeconds() + 20, TimeUnit.SECONDS);
+  }
+
+  /** A pool of {@code max} connections; a negative {@code minimumIdle} leaves it unset. */
+  private static HikariDataSource pool(TestDatabase db, String name, int max, int minimumIdle) {
+    HikariConfig c = new HikariConfig();
+    c.setPoolName(name);
+    c.setJdbcUrl(db.jdbcUrl());
+    c.setUsername(db.user());
+    c.setPassword(db.password());
+    c.setMaximumPoolSize(max);
+    if (minimumIdle >= 0) {
+      c.setMinimumIdle(minimumIdle); // else unset: HikariCP's default, the maximum
+    }
+    c.setConnectionTimeout(CONNECTION_TIMEOUT.toMillis());
+    return new HikariDataSource(c);
+  }
+
+  /** The WARN lines that name HikariCP, logged while {@code action} runs. */
+  private static List<String> warnings(Runnable action) {
+    PrintStream saved = System.err;
+    ByteArrayOutputStream captured = new ByteArrayOutputStream();
+    System.setErr(new PrintStream(captured, true, StandardCharsets.UTF_8));
+    try {
+      action.run();
+    } finally {
+      System.setErr(saved);
+    }
+    String out = captured.toString(StandardCharsets.UTF_8);
+    saved.print(out);
+    return Arrays.stream(out.split("\n"))
+        .filter(l -> l.contains("WARN") && l.contains("HikariCP pool"))
+        .collect(Collectors.toList());
+  }
+}
