@@ -14,6 +14,7 @@ import java.util.Arrays;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
 import org.openjdk.jmh.results.RunResult;
@@ -30,7 +31,7 @@ import org.openjdk.jmh.runner.options.VerboseMode;
  * java -jar retsu-lock-benchmarks.jar [all|failover|idle|scale|proof|handoff|horizon|jmh|smoke]
  *     [--out DIR] [--reps N] [--default-reps N] [--only NAME,NAME]
  *     [--scenarios close,kill,terminate,partition,pause] [--scale-keys N,N]
- *     [--trace-class-load on] [--horizon-timeouts S,S] [--horizon-standbys N,N] [--horizon-cap S]
+ *     [--trace-class-load on] [--interleave on] [--horizon-timeouts S,S] [--horizon-standbys N,N] [--horizon-cap S]
  * java -jar retsu-lock-benchmarks.jar chart --csv failover.csv[,failover.csv] --svg FILE [--title T]
  * java -jar retsu-lock-benchmarks.jar group [--out DIR] [--group-keys N] [--group-members N,N|none]
  *     [--group-sessions N] [--group-shapes MxK,MxK|none] [--group-reps N] [--group-settle S]
@@ -112,6 +113,7 @@ public final class BenchmarkMain {
     Path out = defaultOut();
     List<String> only = List.of();
     boolean traceClassLoad = false;
+    boolean interleave = false;
     List<Duration> horizonTimeouts = profile.horizonTimeouts();
     int[] horizonStandbys = profile.smoke() ? new int[] {1} : new int[] {1, 3};
     Duration horizonCap = profile.horizonCap();
@@ -136,6 +138,7 @@ public final class BenchmarkMain {
         case "--scale-keys" -> profile = withKeys(profile, v);
         case "--one-key-candidates" -> profile = withOneKey(profile, Integer.parseInt(v));
         case "--trace-class-load" -> traceClassLoad = onOff(args[i], v);
+        case "--interleave" -> interleave = onOff(args[i], v);
         case "--horizon-timeouts" ->
             horizonTimeouts =
                 Arrays.stream(v.split(","))
@@ -175,10 +178,20 @@ public final class BenchmarkMain {
       if (parts.contains(Part.FAILOVER)) {
         FailoverBenchmark failover =
             new FailoverBenchmark(env, List.copyOf(scenarios), traceClassLoad);
-        for (FailoverBenchmark.Config c : configs) {
-          report.failover(c, failover.run(c));
+        report.interleaved(interleave);
+        if (interleave) {
+          Map<String, List<FailoverBenchmark.Sample>> samples = failover.runInterleaved(configs);
+          for (FailoverBenchmark.Config c : configs) {
+            report.failover(c, samples.get(c.name()));
+          }
           report.classLoads(failover.classLoads());
           report.write(out);
+        } else {
+          for (FailoverBenchmark.Config c : configs) {
+            report.failover(c, failover.run(c));
+            report.classLoads(failover.classLoads());
+            report.write(out);
+          }
         }
       }
       if (parts.contains(Part.IDLE)) {

@@ -7,8 +7,11 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -184,23 +187,48 @@ final class FailoverBenchmark {
 
   /** Runs every scenario for one config; every child it started is gone when it returns. */
   List<Sample> run(Config config) throws Exception {
-    List<Sample> samples = new ArrayList<>();
+    return runInterleaved(List.of(config)).get(config.name());
+  }
+
+  /**
+   * Runs every scenario for the configs, interleaved: repetition 1 of each config, then repetition
+   * 2 of each, and so on, each repetition starting with the next config in turn. Each config keeps
+   * its own key and its own two candidates, so the configs' JVMs stand side by side for the whole
+   * scenario, and a drift of the machine's load over the run falls on every config alike instead of
+   * on whichever ran last. Every child it started is gone when it returns.
+   *
+   * @return the samples of each config, by name, in the order of {@code configs}
+   */
+  Map<String, List<Sample>> runInterleaved(List<Config> configs) throws Exception {
+    Map<String, List<Sample>> samples = new LinkedHashMap<>();
+    for (Config c : configs) {
+      samples.put(c.name(), new ArrayList<>());
+    }
     try {
       for (Scenario scenario : scenarios) {
-        if (!config.runs(scenario)) {
-          continue;
+        List<Config> here = configs.stream().filter(c -> c.runs(scenario)).toList();
+        Map<String, Long> keys = new HashMap<>();
+        Map<String, List<ChildCandidate>> live = new HashMap<>();
+        for (Config c : here) {
+          keys.put(c.name(), (long) KEYS.incrementAndGet());
+          live.put(c.name(), new ArrayList<>());
         }
-        long key = KEYS.incrementAndGet();
-        List<ChildCandidate> live = new ArrayList<>();
+        int reps = here.stream().mapToInt(Config::reps).max().orElse(0);
         try {
-          for (int rep = 1; rep <= config.reps(); rep++) {
-            Sample s = repetition(config, scenario, rep, key, live);
-            samples.add(s);
-            Progress.log("%s", describe(s, config.window()));
+          for (int rep = 1; rep <= reps; rep++) {
+            for (Config config : turn(here, rep, Config::reps)) {
+              Sample s =
+                  repetition(
+                      config, scenario, rep, keys.get(config.name()), live.get(config.name()));
+              samples.get(config.name()).add(s);
+              Progress.log("%s", describe(s, config.window()));
+            }
           }
         } finally {
-          for (ChildCandidate c : live) {
-            c.close();
+          for (List<ChildCandidate> children : live.values()) {
+            for (ChildCandidate c : children) {
+              c.close();
+            }
           }
         }
       }
@@ -211,6 +239,22 @@ final class FailoverBenchmark {
       all.clear();
     }
     return samples;
+  }
+
+  /**
+   * The order of repetition {@code rep} (from 1) of an interleaved run: the items that still have
+   * that repetition, starting with item {@code (rep - 1) mod size} and going round, so each item
+   * goes first in turn.
+   */
+  static <T> List<T> turn(List<T> items, int rep, java.util.function.ToIntFunction<T> reps) {
+    List<T> order = new ArrayList<>();
+    for (int i = 0; i < items.size(); i++) {
+      T item = items.get((i + rep - 1) % items.size());
+      if (rep <= reps.applyAsInt(item)) {
+        order.add(item);
+      }
+    }
+    return order;
   }
 
   /**

@@ -27,6 +27,7 @@ final class Report {
   private String server = "?";
   private boolean statements;
   private boolean kernelDrops;
+  private boolean interleaved;
   private final List<FailoverBenchmark.Config> configs = new ArrayList<>();
   private final Map<String, List<FailoverBenchmark.Sample>> failover = new LinkedHashMap<>();
   private final List<IdleCostBenchmark.Result> idle = new ArrayList<>();
@@ -50,6 +51,11 @@ final class Report {
 
   void partitionMode(boolean kernel) {
     this.kernelDrops = kernel;
+  }
+
+  /** Whether the failover configs ran their repetitions in turn ({@code --interleave on}). */
+  void interleaved(boolean on) {
+    this.interleaved = on;
   }
 
   void configs(List<FailoverBenchmark.Config> list) {
@@ -424,6 +430,13 @@ final class Report {
                 : "fault proxy blackhole only (no root or no nft): the proxy's kernel still answers the"
                     + " server's keepalive probes, so only idle_session_timeout or a TTL ends the"
                     + " session")
+        .append('\n');
+    md.append("- order: ")
+        .append(
+            interleaved
+                ? "interleaved: repetition 1 of every config, then repetition 2, each starting with"
+                    + " the next config in turn"
+                : "one config after another")
         .append('\n');
     md.append(
         "- time base: every child prints its wall clock (epoch µs, Clock.systemUTC) with each"
