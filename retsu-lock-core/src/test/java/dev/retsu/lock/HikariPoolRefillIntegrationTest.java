@@ -7,9 +7,6 @@ import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
@@ -52,7 +49,8 @@ class HikariPoolRefillIntegrationTest {
   }
 
   @Test
-  void buildingALockOnAHikariPoolWithMinimumIdleBelowItsMaximumWarnsOncePerPool(TestDatabase db) {
+  void buildingALockOnAHikariPoolWithMinimumIdleBelowItsMaximumWarnsOncePerPool(TestDatabase db)
+      throws Exception {
     List<String> elastic;
     List<String> fixed;
     try (HikariDataSource pool = pool(db, "retsu-lock-test-warned", 4, 1);
@@ -122,18 +120,8 @@ class HikariPoolRefillIntegrationTest {
   }
 
   /** The WARN lines that name HikariCP, logged while {@code action} runs. */
-  private static List<String> warnings(Runnable action) {
-    PrintStream saved = System.err;
-    ByteArrayOutputStream captured = new ByteArrayOutputStream();
-    System.setErr(new PrintStream(captured, true, StandardCharsets.UTF_8));
-    try {
-      action.run();
-    } finally {
-      System.setErr(saved);
-    }
-    String out = captured.toString(StandardCharsets.UTF_8);
-    saved.print(out);
-    return Arrays.stream(out.split("\n"))
+  private static List<String> warnings(StderrCapture.Action action) throws Exception {
+    return Arrays.stream(StderrCapture.during(action).split("\n"))
         .filter(l -> l.contains("WARN") && l.contains("HikariCP pool"))
         .collect(Collectors.toList());
   }

@@ -6,9 +6,6 @@ import static org.awaitility.Awaitility.await;
 import dev.retsu.lock.testing.FaultProxy;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
@@ -118,24 +115,22 @@ class ServerPathIntegrationTest {
    */
   private static List<String> warnings(Supplier<LeaderLoop> build, ServerPath expected)
       throws Exception {
-    PrintStream saved = System.err;
-    ByteArrayOutputStream captured = new ByteArrayOutputStream();
-    System.setErr(new PrintStream(captured, true, StandardCharsets.UTF_8));
-    AtomicInteger refreshes = new AtomicInteger();
-    LeaderLoop loop = build.get();
-    try {
-      CompletableFuture<Void> run = loop.start(ctx -> refreshes.incrementAndGet());
-      // Several refreshes and heartbeats of one term: none of them may warn again.
-      await().atMost(WITHIN).until(() -> refreshes.get() >= 4);
-      assertThat(loop.currentTerm().orElseThrow().serverPath()).isEqualTo(expected);
-      loop.close();
-      run.get(WITHIN.toSeconds(), TimeUnit.SECONDS);
-    } finally {
-      loop.close();
-      System.setErr(saved);
-    }
-    String out = captured.toString(StandardCharsets.UTF_8);
-    saved.print(out);
+    String out =
+        StderrCapture.during(
+            () -> {
+              AtomicInteger refreshes = new AtomicInteger();
+              LeaderLoop loop = build.get();
+              try {
+                CompletableFuture<Void> run = loop.start(ctx -> refreshes.incrementAndGet());
+                // Several refreshes and heartbeats of one term: none of them may warn again.
+                await().atMost(WITHIN).until(() -> refreshes.get() >= 4);
+                assertThat(loop.currentTerm().orElseThrow().serverPath()).isEqualTo(expected);
+                loop.close();
+                run.get(WITHIN.toSeconds(), TimeUnit.SECONDS);
+              } finally {
+                loop.close();
+              }
+            });
     return Arrays.stream(out.split("\n"))
         .filter(l -> l.contains("WARN") && l.contains("proxy"))
         .collect(Collectors.toList());
