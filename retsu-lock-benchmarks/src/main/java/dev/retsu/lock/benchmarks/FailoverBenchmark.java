@@ -319,8 +319,14 @@ final class FailoverBenchmark {
     Thread.sleep(ThreadLocalRandom.current().nextLong(phaseMillis + 1));
     long termsBefore = leader.terms().size();
 
-    long fault = CandidateMain.nowMicros();
-    inject(scenario, leader);
+    long fault;
+    // A terminate's session and statement are ready before the fault's stamp: opening the
+    // harness's own connection (a backend fork and a login) is not part of the takeover.
+    try (Terminator terminator =
+        scenario == Scenario.TERMINATE ? Terminator.of(env, leader) : null) {
+      fault = CandidateMain.nowMicros();
+      inject(scenario, leader, terminator);
+    }
 
     long keptAfter =
         fault
@@ -520,38 +526,66 @@ final class FailoverBenchmark {
     return live.stream().filter(ChildCandidate::leading).count();
   }
 
-  private void inject(Scenario scenario, ChildCandidate leader) throws Exception {
+  private void inject(Scenario scenario, ChildCandidate leader, Terminator terminator)
+      throws Exception {
     switch (scenario) {
       case CLOSE -> leader.terminate();
       case KILL -> leader.kill();
-      case TERMINATE -> terminateSessions(leader);
+      case TERMINATE -> terminator.run();
       case PAUSE -> leader.pause();
       case PARTITION -> leader.proxy.blackhole();
     }
   }
 
-  /** Ends the leader's lock session (retsu: the backend pid it reported), else all its sessions. */
-  private void terminateSessions(ChildCandidate leader) throws SQLException {
-    int pid = leader.leaderBackendPid();
-    try (Connection c = env.connect()) {
-      String sql =
-          pid > 0
-              ? "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE pid = ?"
-              : "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
-                  + " WHERE split_part(application_name, '#', 1) = ?";
-      try (PreparedStatement ps = c.prepareStatement(sql)) {
+  /**
+   * {@code pg_terminate_backend} of the leader's lock session (retsu: the backend pid it reported),
+   * else of all its sessions, on a session of the harness's opened in advance.
+   */
+  private static final class Terminator implements AutoCloseable {
+    private final ChildCandidate leader;
+    private final Connection connection;
+    private final PreparedStatement statement;
+
+    private Terminator(ChildCandidate leader, Connection connection, PreparedStatement statement) {
+      this.leader = leader;
+      this.connection = connection;
+      this.statement = statement;
+    }
+
+    static Terminator of(BenchEnv env, ChildCandidate leader) throws SQLException {
+      int pid = leader.leaderBackendPid();
+      Connection c = env.connect();
+      try {
+        PreparedStatement ps =
+            c.prepareStatement(
+                pid > 0
+                    ? "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE pid = ?"
+                    : "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                        + " WHERE split_part(application_name, '#', 1) = ?");
         if (pid > 0) {
           ps.setInt(1, pid);
         } else {
           ps.setString(1, "bench:" + leader.id);
         }
-        try (ResultSet rs = ps.executeQuery()) {
-          rs.next();
-          if (rs.getInt(1) == 0) {
-            Progress.log("warning: no session of %s to terminate", leader.id);
-          }
+        return new Terminator(leader, c, ps);
+      } catch (SQLException | RuntimeException e) {
+        c.close();
+        throw e;
+      }
+    }
+
+    void run() throws SQLException {
+      try (ResultSet rs = statement.executeQuery()) {
+        rs.next();
+        if (rs.getInt(1) == 0) {
+          Progress.log("warning: no session of %s to terminate", leader.id);
         }
       }
+    }
+
+    @Override
+    public void close() throws SQLException {
+      connection.close();
     }
   }
 
