@@ -88,7 +88,15 @@ final class MemberWatch implements Runnable {
    * watch is the one before this one, round the ring; a new slot of this member is announced.
    */
   void membership(long[] slots, int mine) {
+    int gone = vanished(slots, previous);
     previous = previous(slots, mine);
+    if (gone >= 0) {
+      // This read saw the watched member gone before the watch did: tell the others all the same,
+      // or they learn of it only at their own next membership read.
+      LOG.debug("{} The member at slot {} is gone (membership read)", spec.context(), gone);
+      notices.add("gone:" + gone);
+      wakeup.wakeAll();
+    }
     if (mine != own) {
       own = mine;
       pending = "joined:" + mine;
@@ -114,6 +122,25 @@ final class MemberWatch implements Runnable {
       before = (int) slots[slots.length - 1]; // round the ring: the highest slot
     }
     return before == mine ? -1 : before;
+  }
+
+  /**
+   * The watched slot if a membership read no longer lists it (its member left or crashed), else -1.
+   *
+   * @param slots the members' slots, ascending
+   * @param watched the slot being watched, or -1
+   * @return {@code watched} when it is gone, else -1
+   */
+  static int vanished(long[] slots, int watched) {
+    if (watched < 0) {
+      return -1;
+    }
+    for (long s : slots) {
+      if (s == watched) {
+        return -1;
+      }
+    }
+    return watched;
   }
 
   /**
@@ -173,8 +200,12 @@ final class MemberWatch implements Runnable {
           LOG.debug("{} The watch session failed: {}", spec.context(), e.toString());
         }
       } finally {
-        s.end();
-        session = null;
+        if (!core.closing() || !s.isOpen()) {
+          s.end();
+          session = null;
+        }
+        // else: the group is closing; leave() tells the others on this session once the keys are
+        // released, then ends it. Ending it here first would lose the left notice.
       }
       if (!core.closing()) {
         wakeup.await(core.settings().reconnectInterval().toNanos(), () -> false);

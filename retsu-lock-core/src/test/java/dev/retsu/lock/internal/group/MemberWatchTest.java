@@ -21,4 +21,11 @@ class MemberWatchTest {
     assertThat(MemberWatch.previous(new long[] {5, 9}, 5)).isEqualTo(9);
     assertThat(MemberWatch.previous(new long[] {5, 9}, 9)).isEqualTo(5);
   }
+
+  @Test
+  void aWatchedSlotThatAMembershipReadNoLongerListsIsGone() {
+    assertThat(MemberWatch.vanished(new long[] {3, 200}, 17)).isEqualTo(17);
+    assertThat(MemberWatch.vanished(new long[] {3, 17, 200}, 17)).isEqualTo(-1);
+    assertThat(MemberWatch.vanished(new long[] {3, 17}, -1)).isEqualTo(-1);
+  }
 }
