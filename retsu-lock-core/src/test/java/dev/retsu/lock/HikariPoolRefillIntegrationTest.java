@@ -52,8 +52,12 @@ class HikariPoolRefillIntegrationTest {
   void buildingALockOnAHikariPoolWithMinimumIdleBelowItsMaximumWarnsOncePerPool(TestDatabase db)
       throws Exception {
     List<String> elastic;
+    List<String> forGroup;
+    List<String> forWatch;
     List<String> fixed;
     try (HikariDataSource pool = pool(db, "retsu-lock-test-warned", 4, 1);
+        HikariDataSource groupPool = pool(db, "retsu-lock-test-warned-group", 4, 0);
+        HikariDataSource watchPool = pool(db, "retsu-lock-test-warned-watch", 4, 0);
         HikariDataSource fixedPool = pool(db, "retsu-lock-test-quiet", 4, 4)) {
       elastic =
           warnings(
@@ -61,8 +65,17 @@ class HikariPoolRefillIntegrationTest {
                 AdvisoryLock.of(pool, TestKeys.next());
                 LeaderLoop.builder(pool, TestKeys.next()).build().close();
               });
+      forGroup =
+          warnings(
+              () ->
+                  LeaderGroup.builder(groupPool, "refill", List.of(TestKeys.next()))
+                      .build()
+                      .close());
+      forWatch = warnings(() -> LeaderWatch.builder(watchPool).open().close());
       fixed = warnings(() -> AdvisoryLock.of(fixedPool, TestKeys.next()));
     }
+    assertThat(forGroup).singleElement().asString().contains("retsu-lock-test-warned-group");
+    assertThat(forWatch).singleElement().asString().contains("retsu-lock-test-warned-watch");
     assertThat(elastic)
         .singleElement()
         .satisfies(
@@ -93,12 +106,16 @@ class HikariPoolRefillIntegrationTest {
                 return e.getClass().getSimpleName() + ": " + e.getMessage();
               }
             });
+    // HikariCP's adder thread looks at the pool once, when the thread begins to wait, and adds
+    // nothing to a full pool; its decision is not observable, so hold the state it decides on (one
+    // thread waiting, every connection leased) for half a second before the leases end.
     await()
         .atMost(Duration.ofSeconds(10))
-        .until(() -> pool.getHikariPoolMXBean().getThreadsAwaitingConnection() == 1);
-    // HikariCP's adder thread looks at the full pool when the thread begins to wait, and adds
-    // nothing; let it do so before the leases end (the fixed pool is served either way).
-    await().pollDelay(Duration.ofMillis(500)).until(() -> true);
+        .during(Duration.ofMillis(500))
+        .until(
+            () ->
+                pool.getHikariPoolMXBean().getThreadsAwaitingConnection() == 1
+                    && pool.getHikariPoolMXBean().getTotalConnections() == 2);
     first.close();
     second.close();
     return attempt.get(CONNECTION_TIMEOUT.toSeconds() + 20, TimeUnit.SECONDS);

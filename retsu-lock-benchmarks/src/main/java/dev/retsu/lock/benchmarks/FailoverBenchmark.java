@@ -207,29 +207,22 @@ final class FailoverBenchmark {
     try {
       for (Scenario scenario : scenarios) {
         List<Config> here = configs.stream().filter(c -> c.runs(scenario)).toList();
+        Map<String, List<ChildCandidate>> live = new HashMap<>(); // each config's two candidates
         Map<String, Long> keys = new HashMap<>();
-        Map<String, List<ChildCandidate>> live = new HashMap<>();
-        for (Config c : here) {
-          keys.put(c.name(), (long) KEYS.incrementAndGet());
-          live.put(c.name(), new ArrayList<>());
-        }
+        here.forEach(c -> keys.put(c.name(), (long) KEYS.incrementAndGet()));
         int reps = here.stream().mapToInt(Config::reps).max().orElse(0);
         try {
           for (int rep = 1; rep <= reps; rep++) {
             for (Config config : turn(here, rep, Config::reps)) {
-              Sample s =
-                  repetition(
-                      config, scenario, rep, keys.get(config.name()), live.get(config.name()));
+              List<ChildCandidate> own =
+                  live.computeIfAbsent(config.name(), n -> new ArrayList<>());
+              Sample s = repetition(config, scenario, rep, keys.get(config.name()), own);
               samples.get(config.name()).add(s);
               Progress.log("%s", describe(s, config.window()));
             }
           }
         } finally {
-          for (List<ChildCandidate> children : live.values()) {
-            for (ChildCandidate c : children) {
-              c.close();
-            }
-          }
+          live.values().forEach(children -> children.forEach(ChildCandidate::close));
         }
       }
     } finally {
@@ -541,16 +534,9 @@ final class FailoverBenchmark {
    * {@code pg_terminate_backend} of the leader's lock session (retsu: the backend pid it reported),
    * else of all its sessions, on a session of the harness's opened in advance.
    */
-  private static final class Terminator implements AutoCloseable {
-    private final ChildCandidate leader;
-    private final Connection connection;
-    private final PreparedStatement statement;
-
-    private Terminator(ChildCandidate leader, Connection connection, PreparedStatement statement) {
-      this.leader = leader;
-      this.connection = connection;
-      this.statement = statement;
-    }
+  private record Terminator(
+      ChildCandidate leader, Connection connection, PreparedStatement statement)
+      implements AutoCloseable {
 
     static Terminator of(BenchEnv env, ChildCandidate leader) throws SQLException {
       int pid = leader.leaderBackendPid();
