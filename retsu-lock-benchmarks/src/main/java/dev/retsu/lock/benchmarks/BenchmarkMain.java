@@ -31,7 +31,7 @@ import org.openjdk.jmh.runner.options.VerboseMode;
  * java -jar retsu-lock-benchmarks.jar [all|failover|idle|scale|proof|handoff|horizon|jmh|smoke]
  *     [--out DIR] [--reps N] [--default-reps N] [--only NAME,NAME]
  *     [--scenarios close,kill,terminate,partition,pause] [--scale-keys N,N]
- *     [--trace-class-load on] [--interleave on] [--horizon-timeouts S,S] [--horizon-standbys N,N] [--horizon-cap S]
+ *     [--trace-class-load on] [--interleave on] [--stop-old-leader on] [--horizon-timeouts S,S] [--horizon-standbys N,N] [--horizon-cap S]
  * java -jar retsu-lock-benchmarks.jar chart --csv failover.csv[,failover.csv] --svg FILE [--title T]
  * java -jar retsu-lock-benchmarks.jar group [--out DIR] [--group-keys N] [--group-members N,N|none]
  *     [--group-sessions N] [--group-shapes MxK,MxK|none] [--group-reps N] [--group-settle S]
@@ -114,6 +114,7 @@ public final class BenchmarkMain {
     List<String> only = List.of();
     boolean traceClassLoad = false;
     boolean interleave = false;
+    boolean stopOldLeader = false;
     List<Duration> horizonTimeouts = profile.horizonTimeouts();
     int[] horizonStandbys = profile.smoke() ? new int[] {1} : new int[] {1, 3};
     Duration horizonCap = profile.horizonCap();
@@ -139,6 +140,7 @@ public final class BenchmarkMain {
         case "--one-key-candidates" -> profile = withOneKey(profile, Integer.parseInt(v));
         case "--trace-class-load" -> traceClassLoad = onOff(args[i], v);
         case "--interleave" -> interleave = onOff(args[i], v);
+        case "--stop-old-leader" -> stopOldLeader = onOff(args[i], v);
         case "--horizon-timeouts" ->
             horizonTimeouts =
                 Arrays.stream(v.split(","))
@@ -179,6 +181,8 @@ public final class BenchmarkMain {
         FailoverBenchmark failover =
             new FailoverBenchmark(env, List.copyOf(scenarios), traceClassLoad);
         report.interleaved(interleave);
+        failover.stopOldLeader(stopOldLeader);
+        report.stoppedOldLeader(stopOldLeader);
         if (interleave) {
           Map<String, List<FailoverBenchmark.Sample>> samples = failover.runInterleaved(configs);
           for (FailoverBenchmark.Config c : configs) {

@@ -162,6 +162,7 @@ final class FailoverBenchmark {
   private final List<Scenario> scenarios;
   private final List<ChildCandidate> all = new ArrayList<>();
   private final boolean traceClassLoad;
+  private volatile boolean stopOldLeader;
   private final List<ClassLoads> classLoads = new ArrayList<>();
   private final java.util.Set<String> tookOver = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
@@ -178,6 +179,16 @@ final class FailoverBenchmark {
     this.env = env;
     this.scenarios = scenarios;
     this.traceClassLoad = traceClassLoad;
+  }
+
+  /**
+   * With {@code on}, a terminate first freezes the old leader's JVM (SIGSTOP, before the fault's
+   * stamp), so its handling of the FATAL, its log lines and its exit do not run on the machine's
+   * cores while the standby takes over: as when the old leader runs on another machine. A
+   * diagnostic ({@code --stop-old-leader on}); the default terminate leaves it running.
+   */
+  void stopOldLeader(boolean on) {
+    this.stopOldLeader = on;
   }
 
   /** The class loads of every traced graceful close so far. */
@@ -315,8 +326,12 @@ final class FailoverBenchmark {
     long fault;
     // A terminate's session and statement are ready before the fault's stamp: opening the
     // harness's own connection (a backend fork and a login) is not part of the takeover.
+    boolean frozen = scenario == Scenario.TERMINATE && stopOldLeader;
     try (Terminator terminator =
         scenario == Scenario.TERMINATE ? Terminator.of(env, leader) : null) {
+      if (frozen) {
+        leader.pause(); // before the stamp: the signal's own process is not part of the takeover
+      }
       fault = CandidateMain.nowMicros();
       inject(scenario, leader, terminator);
     }
@@ -352,8 +367,10 @@ final class FailoverBenchmark {
               .max()
               .orElse(-1);
       note = "new term on " + found.get().child.id;
-      // give the old leader a moment to report its own end, then stop it if it is partitioned
-      await(Duration.ofSeconds(2), () -> !openTerm(leader));
+      if (!frozen) {
+        // give the old leader a moment to report its own end, then stop it if it is partitioned
+        await(Duration.ofSeconds(2), () -> !openTerm(leader));
+      }
     } else if (leader.alive() && leader.leading() && leader.terms().size() == termsBefore) {
       outcome = Outcome.KEPT;
       note = "old leader still leads";
@@ -369,7 +386,7 @@ final class FailoverBenchmark {
       }
       leader.kill();
       leader.awaitExit(10_000);
-    } else if (scenario == Scenario.PARTITION) {
+    } else if (scenario == Scenario.PARTITION || frozen) {
       leader.kill();
       leader.awaitExit(10_000);
     } else if (scenario != Scenario.TERMINATE
@@ -399,7 +416,7 @@ final class FailoverBenchmark {
               .mapToLong(e -> e.micros() - newStart)
               .max()
               .orElse(0);
-      if (scenario != Scenario.PAUSE) {
+      if (scenario != Scenario.PAUSE && !frozen) {
         // Claimed overlap: it had not reported its term's end yet (a paused process cannot).
         claim = Math.max(0, Math.min(lastTermEnd(leader), CandidateMain.nowMicros()) - newStart);
       }

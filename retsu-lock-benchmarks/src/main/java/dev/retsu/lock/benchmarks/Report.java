@@ -28,6 +28,7 @@ final class Report {
   private boolean statements;
   private boolean kernelDrops;
   private boolean interleaved;
+  private boolean stoppedOldLeader;
   private final List<FailoverBenchmark.Config> configs = new ArrayList<>();
   private final Map<String, List<FailoverBenchmark.Sample>> failover = new LinkedHashMap<>();
   private final List<IdleCostBenchmark.Result> idle = new ArrayList<>();
@@ -56,6 +57,11 @@ final class Report {
   /** Whether the failover configs ran their repetitions in turn ({@code --interleave on}). */
   void interleaved(boolean on) {
     this.interleaved = on;
+  }
+
+  /** Whether a terminate froze the old leader first ({@code --stop-old-leader on}). */
+  void stoppedOldLeader(boolean on) {
+    this.stoppedOldLeader = on;
   }
 
   void configs(List<FailoverBenchmark.Config> list) {
@@ -438,6 +444,12 @@ final class Report {
                     + " the next config in turn"
                 : "one config after another")
         .append('\n');
+    if (stoppedOldLeader) {
+      md.append(
+          "- terminate: the old leader's JVM was frozen (SIGSTOP) before the fault's stamp, so its"
+              + " reaction to the FATAL did not share the cores with the takeover (--stop-old-leader"
+              + " on; a diagnostic, not the default scenario)\n");
+    }
     md.append(
         "- time base: every child prints its wall clock (epoch µs, Clock.systemUTC) with each"
             + " event; the parent reads the same clock right before injecting the fault\n\n");
