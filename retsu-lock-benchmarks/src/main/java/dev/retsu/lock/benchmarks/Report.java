@@ -448,7 +448,8 @@ final class Report {
       md.append(
           "- terminate: the old leader's JVM was frozen (SIGSTOP) before the fault's stamp, so its"
               + " reaction to the FATAL did not share the cores with the takeover (--stop-old-leader"
-              + " on; a diagnostic, not the default scenario)\n");
+              + " on; a diagnostic, not the default scenario). A frozen leader cannot act, so its"
+              + " terminate rows' acting overlap proves nothing\n");
     }
     md.append(
         "- time base: every child prints its wall clock (epoch µs, Clock.systemUTC) with each"
