@@ -216,7 +216,15 @@ public final class FaultProxy implements AutoCloseable {
       try {
         Socket client = server.accept();
         Socket upstream = new Socket();
-        upstream.connect(new InetSocketAddress(targetHost, targetPort), 5000);
+        try {
+          upstream.connect(new InetSocketAddress(targetHost, targetPort), 5000);
+        } catch (IOException refused) {
+          // As a server that is down would: the client sees its connection end, instead of an
+          // open socket that never answers its startup message.
+          client.close();
+          upstream.close();
+          throw refused;
+        }
         client.setTcpNoDelay(true);
         upstream.setTcpNoDelay(true);
         Link link = new Link(client, upstream);
