@@ -52,6 +52,35 @@ public final class SessionSql {
   private SessionSql() {}
 
   /**
+   * Whether the {@code pg_stat_activity} row {@code activity} is a session of the candidates' role
+   * (DESIGN invariant 9): the role it logged in as ({@code usesysid}, written by the server, never
+   * by the session) is {@code role}, or, when {@code role} is null, the role the asking session
+   * logged in as ({@code SESSION_USER}, a keyword no search_path can shadow). A session's {@code
+   * application_name} names a candidate only together with this check.
+   *
+   * @param activity the alias of a {@code pg_stat_activity} row
+   * @param role the candidates' role, or null for the asking session's own
+   * @return a boolean SQL expression; false for a row without a role (a background worker)
+   */
+  public static String candidateRole(String activity, String role) {
+    String who = role == null ? "SESSION_USER" : literal(role);
+    return "coalesce("
+        + activity
+        + ".usesysid = (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname = "
+        + who
+        + "), false)";
+  }
+
+  /** A text literal: single quotes doubled, standard_conforming_strings assumed off or on alike. */
+  static String literal(String text) {
+    if (text.indexOf('\\') >= 0 || text.indexOf('\0') >= 0) {
+      throw new IllegalArgumentException(
+          "role must not contain a backslash or NUL, but was " + text);
+    }
+    return "'" + text.replace("'", "''") + "'";
+  }
+
+  /**
    * Applies the session settings (names and values as two text arrays, see {@link SessionSettings})
    * when {@code condition} holds; the marker is always set, other settings the server does not know
    * are skipped. Returns the names applied.
