@@ -58,9 +58,8 @@ abstract class TermEnd extends TermFinish implements Session.Listener {
    */
   @Override
   public void endSession(LossReason why, Throwable error, boolean abortNow) {
-    boolean first = endReason.compareAndSet(null, why);
+    boolean first = sessionEnd.compareAndSet(null, new SessionEnd(why, error));
     if (first) {
-      endCause = error;
       for (TermState t : terms.values()) {
         t.claim(why, error);
       }

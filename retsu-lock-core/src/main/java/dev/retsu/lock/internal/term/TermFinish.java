@@ -51,9 +51,11 @@ abstract class TermFinish {
   final BooleanSupplier closing;
   final Map<LockKey, TermState> terms = new ConcurrentHashMap<>();
   final CountDownLatch done = new CountDownLatch(1);
-  final AtomicReference<LossReason> endReason = new AtomicReference<>();
+
+  /** The session's end, reason and cause published in one step. */
+  final AtomicReference<SessionEnd> sessionEnd = new AtomicReference<>();
+
   private final AtomicBoolean finished = new AtomicBoolean();
-  volatile Throwable endCause;
   volatile TermState running;
 
   /**
@@ -110,12 +112,16 @@ abstract class TermFinish {
 
   /** The session's end reason, or null while it lives. */
   LossReason endReason() {
-    return endReason.get();
+    SessionEnd e = sessionEnd.get();
+    return e == null ? null : e.reason();
   }
+
+  /** Why the session ended and through what; the cause may be null. */
+  record SessionEnd(LossReason reason, Throwable cause) {}
 
   /** Whether the session has ended (its terms then end too). */
   public boolean ended() {
-    return endReason.get() != null || !session.isOpen();
+    return sessionEnd.get() != null || !session.isOpen();
   }
 
   /** The session. */
@@ -236,7 +242,9 @@ abstract class TermFinish {
     if (!finished.compareAndSet(false, true)) {
       return false;
     }
-    LossReason why = endReason.get() != null ? endReason.get() : LossReason.CLOSED;
+    SessionEnd end = sessionEnd.get();
+    LossReason why = end != null ? end.reason() : LossReason.CLOSED;
+    Throwable endCause = end != null ? end.cause() : null;
     List<TermState> told = new ArrayList<>();
     try {
       List<TermState> all = new ArrayList<>(terms.values());

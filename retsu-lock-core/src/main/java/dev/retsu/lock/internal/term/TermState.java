@@ -13,6 +13,7 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * One key's term, for every recipe (invariant 5, acting side): the checks a leader runs before an
@@ -27,10 +28,14 @@ public final class TermState implements LeaderContext {
   private final Term term;
   private final Session session;
   private final SessionWorker worker;
-  private final AtomicBoolean ended = new AtomicBoolean();
+
+  /**
+   * The end, published in one step: whoever sees the term ended sees why, so no thread can tell
+   * listeners of an end whose reason another thread has not written yet.
+   */
+  private final AtomicReference<End> end = new AtomicReference<>();
+
   private final AtomicBoolean finishing = new AtomicBoolean();
-  private volatile LossReason reason;
-  private volatile Throwable cause;
   private volatile Connection view;
   volatile boolean announced;
   volatile boolean lostDelivered;
@@ -116,7 +121,7 @@ public final class TermState implements LeaderContext {
 
   /** Fails unless the term is live and its session inside its deadline; no I/O. */
   private void checkLocally() {
-    if (!ended.get() && fence().expired()) {
+    if (end.get() == null && fence().expired()) {
       worker.selfFence();
     }
     if (over()) {
@@ -130,18 +135,18 @@ public final class TermState implements LeaderContext {
 
   /** The one "term N is over" failure. */
   LeadershipLostException lost() {
-    LossReason why = reason;
+    End e = end.get();
     return new LeadershipLostException(
-        why != null ? why : LossReason.CLOSED,
+        e != null ? e.reason : LossReason.CLOSED,
         "Term " + term.number() + " is over",
         term.key(),
         term.candidateId(),
-        cause);
+        e != null ? e.cause : null);
   }
 
   /** Whether the holder may no longer act or use the session. */
   boolean over() {
-    return ended.get() || !session.isOpen();
+    return end.get() != null || !session.isOpen();
   }
 
   /**
@@ -152,13 +157,11 @@ public final class TermState implements LeaderContext {
    * @return true if this call ended it
    */
   boolean claim(LossReason why, Throwable error) {
-    if (!ended.compareAndSet(false, true)) {
-      return false;
-    }
-    reason = why;
-    cause = error;
-    return true;
+    return end.compareAndSet(null, new End(Objects.requireNonNull(why, "why"), error));
   }
+
+  /** Why and through what a term ended, written together. */
+  private record End(LossReason reason, Throwable cause) {}
 
   /** True for the one caller that may tell listeners and release; once per term. */
   boolean startFinishing() {
@@ -171,7 +174,7 @@ public final class TermState implements LeaderContext {
    * @return true once claimed
    */
   public boolean ended() {
-    return ended.get();
+    return end.get() != null;
   }
 
   /**
@@ -189,7 +192,8 @@ public final class TermState implements LeaderContext {
    * @return the reason, or null
    */
   public LossReason reason() {
-    return reason;
+    End e = end.get();
+    return e == null ? null : e.reason;
   }
 
   /**
@@ -198,7 +202,8 @@ public final class TermState implements LeaderContext {
    * @return the cause, or null
    */
   public Throwable cause() {
-    return cause;
+    End e = end.get();
+    return e == null ? null : e.cause;
   }
 
   /**
@@ -221,7 +226,7 @@ public final class TermState implements LeaderContext {
         + session.id().context()
         + "{"
         + term.number()
-        + (ended.get() ? ", ended" : "")
+        + (end.get() != null ? ", ended" : "")
         + "}";
   }
 }
