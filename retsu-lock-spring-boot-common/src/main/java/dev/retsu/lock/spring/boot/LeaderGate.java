@@ -160,14 +160,16 @@ final class LeaderGate {
 
   private void awaitWork(TermWork w, LossReason reason) {
     long started = System.nanoTime();
-    long stopSeen = stopping.getAsBoolean() ? started : 0L;
+    boolean stop = stopping.getAsBoolean();
+    long stopSeen = started;
     Duration nextWarning = closeTimeout;
     for (Set<Thread> still = w.awaitOthers(SLICE); !still.isEmpty(); still = w.awaitOthers(SLICE)) {
       long now = System.nanoTime();
-      if (stopSeen == 0L && stopping.getAsBoolean()) {
+      if (!stop && stopping.getAsBoolean()) {
+        stop = true;
         stopSeen = now;
       }
-      if (stopSeen != 0L) {
+      if (stop) {
         if (now - stopSeen >= closeTimeout.toNanos()) {
           LOG.error(
               "[{}] @LeaderOnly work on thread(s) {} ignored the interrupt for close-timeout {} of"
