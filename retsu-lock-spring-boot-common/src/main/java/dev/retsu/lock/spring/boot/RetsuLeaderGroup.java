@@ -96,7 +96,10 @@ public final class RetsuLeaderGroup implements SmartLifecycle {
       gates.put(
           e.getKey(),
           new LeaderGate(
-              this, "group=" + name + ", key=" + e.getValue(), settings.getCloseTimeout()));
+              this,
+              "group=" + name + ", key=" + e.getValue(),
+              settings.getCloseTimeout(),
+              () -> stopped));
     }
     this.dataSource =
         new LeaderDataSource(
@@ -318,6 +321,8 @@ public final class RetsuLeaderGroup implements SmartLifecycle {
   /**
    * Hands one key over ({@link LeaderGroup#yield(LockKey, Duration)}): its work stops, it is
    * released in the graceful order, and this member does not take it again for {@code cooldown}.
+   * The release waits for the key's {@code @LeaderOnly} work to end, also past {@code
+   * close-timeout} (logged at WARN); so does a rebalance's.
    *
    * @param keyName the key's name ({@code keys}) or partition number
    * @param cooldown how long not to take it again: zero or positive
@@ -325,7 +330,8 @@ public final class RetsuLeaderGroup implements SmartLifecycle {
    * @throws IllegalArgumentException if the group has no such key
    */
   public boolean yield(String keyName, java.time.Duration cooldown) {
-    return group.yield(lockKey(keyName), cooldown);
+    LockKey key = lockKey(keyName);
+    return gates.get(key).handingOver(() -> group.yield(key, cooldown));
   }
 
   /** Per key name, who leads it as this member's own term or the watch last delivered; no I/O. */

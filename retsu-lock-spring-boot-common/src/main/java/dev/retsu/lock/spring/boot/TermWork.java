@@ -1,7 +1,6 @@
 package dev.retsu.lock.spring.boot;
 
 import dev.retsu.lock.LeaderContext;
-import dev.retsu.lock.LossReason;
 import dev.retsu.lock.Term;
 import java.time.Duration;
 import java.util.LinkedHashSet;
@@ -12,8 +11,8 @@ import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * The leader work of one term that runs outside the loop's own thread ({@code @LeaderOnly}
- * methods): it may start only while the term is on, and the term's end interrupts it and, for a
- * graceful end, waits for it before the lock is released. Thread-safe.
+ * methods): it may start only while the term is on, and the term's end interrupts it; {@link
+ * LeaderGate} then awaits it before the lock is released. Thread-safe.
  */
 final class TermWork {
 
@@ -21,6 +20,12 @@ final class TermWork {
   private final ReentrantLock lock = new ReentrantLock();
   private final Condition idle = lock.newCondition();
   private final Set<Thread> running = new LinkedHashSet<>();
+
+  /**
+   * Threads of this term's work blocked in a yield of it: they act no more, so nobody awaits them.
+   */
+  private final Set<Thread> handingOver = new LinkedHashSet<>();
+
   private volatile LeaderContext context;
   private boolean ended;
 
@@ -59,8 +64,28 @@ final class TermWork {
     lock.lock();
     try {
       running.remove(Thread.currentThread());
-      if (running.isEmpty()) {
-        idle.signalAll();
+      handingOver.remove(Thread.currentThread());
+      signalIfIdle();
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /**
+   * The calling thread, running this term's work, yields the term: it waits in the yield for the
+   * release, so the release must not wait for it.
+   */
+  void handingOver(boolean on) {
+    lock.lock();
+    try {
+      if (!running.contains(Thread.currentThread())) {
+        return;
+      }
+      if (on) {
+        handingOver.add(Thread.currentThread());
+        signalIfIdle();
+      } else {
+        handingOver.remove(Thread.currentThread());
       }
     } finally {
       lock.unlock();
@@ -68,14 +93,11 @@ final class TermWork {
   }
 
   /**
-   * Ends the term's work: nothing new starts, what runs is interrupted, and for a graceful end (the
-   * lock is still held: {@code CLOSED}, {@code REFRESH_FAILED}) it is awaited up to {@code wait}.
-   * Other reasons do not wait: the lock may be gone already, or (self-fencing) must be released at
-   * once.
-   *
-   * @return the threads still running when it gave up waiting (empty when all stopped)
+   * Ends the term's work: nothing new starts, and what runs (on other threads) is interrupted. The
+   * caller then {@link #awaitOthers awaits} it before the lock is released, when the lock is still
+   * held.
    */
-  Set<Thread> end(LossReason reason, Duration wait) {
+  void stop() {
     lock.lock();
     try {
       ended = true;
@@ -85,28 +107,54 @@ final class TermWork {
           t.interrupt();
         }
       }
-      boolean graceful = reason == LossReason.CLOSED || reason == LossReason.REFRESH_FAILED;
-      if (graceful) {
-        long left = wait.toNanos();
-        while (!othersIdle() && left > 0) {
-          try {
-            left = idle.awaitNanos(left);
-          } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            break;
-          }
-        }
-      }
-      Set<Thread> still = new LinkedHashSet<>(running);
-      still.remove(Thread.currentThread());
-      return still;
     } finally {
       lock.unlock();
     }
   }
 
+  /**
+   * Waits up to {@code wait} until no work of the term runs on another thread (one that hands the
+   * term over counts as stopped). An interrupt of the waiting thread does not cut the wait short:
+   * the lock must not be released under running work; the flag is restored on return.
+   *
+   * @return the threads still running when the wait ran out (empty when all stopped)
+   */
+  Set<Thread> awaitOthers(Duration wait) {
+    boolean interrupted = false;
+    lock.lock();
+    try {
+      long left = wait.toNanos();
+      while (!othersIdle() && left > 0) {
+        try {
+          left = idle.awaitNanos(left);
+        } catch (InterruptedException e) {
+          interrupted = true;
+        }
+      }
+      Set<Thread> still = new LinkedHashSet<>(running);
+      still.remove(Thread.currentThread());
+      still.removeAll(handingOver);
+      return still;
+    } finally {
+      lock.unlock();
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  /** Wakes the waiter, which looks again (whether it is idle depends on the waiter's thread). */
+  private void signalIfIdle() {
+    idle.signalAll();
+  }
+
   private boolean othersIdle() {
-    return running.isEmpty() || (running.size() == 1 && running.contains(Thread.currentThread()));
+    for (Thread t : running) {
+      if (t != Thread.currentThread() && !handingOver.contains(t)) {
+        return false;
+      }
+    }
+    return true;
   }
 
   /** For tests: waits until no work runs. */

@@ -36,8 +36,18 @@ import org.springframework.integration.leader.event.LeaderEventPublisher;
  * called and an {@code OnGrantedEvent} published, so a {@code SmartLifecycleRoleController} (which
  * {@code @EnableIntegration} registers) starts the endpoints of that role, such as an
  * {@code @InboundChannelAdapter} with {@code @Role}. When the term ends, for any reason, {@link
- * Candidate#onRevoked(Context)} is called and {@code OnRevokedEvent} published <em>before the lock
- * is released</em>, so those endpoints stop before another node can start them.
+ * Candidate#onRevoked(Context)} is called and {@code OnRevokedEvent} published. For an end this
+ * node chooses ({@link #stop()}, {@link Context#yield()}, a failed {@code onGranted}) and for
+ * self-fencing, that happens <em>before the lock is released</em>, so the role's endpoints stop
+ * before another node can start them (an {@code onRevoked} that runs past the loop's {@code
+ * closeTimeout}, 10 s, is logged at ERROR and the lock released under it). A lost session
+ * (terminated, server restart, broken connection) is different: the server has released the key by
+ * the time this node learns of it, so {@code onRevoked} can overlap the next leader's {@code
+ * onGranted}. A role that must never overlap sets lock-delay on every node ({@code
+ * LeaderLoopBuilder.takeoverDelay} through {@link Builder#loop(Consumer)}: after a term that did
+ * not end gracefully, the next node's {@code onGranted} comes only once the delay has passed; keep
+ * {@code onRevoked} shorter than it) and hands the term's fencing token ({@link #currentTerm()}) to
+ * what it writes.
  *
  * <ul>
  *   <li>{@link Context#isLeader()} is true from the grant until the term ends or its self-fencing

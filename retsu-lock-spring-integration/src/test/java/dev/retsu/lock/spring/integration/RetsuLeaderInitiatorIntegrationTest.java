@@ -134,9 +134,20 @@ class RetsuLeaderInitiatorIntegrationTest {
           .atMost(AWAIT)
           .until(() -> b.granted.get() == 0 && first.getContext().isLeader());
 
+      Term term = first.currentTerm().orElseThrow();
+      a.revokeProbe =
+          () -> {
+            try {
+              return SpringIntegrationTesting.holderPid(db, first.key());
+            } catch (java.sql.SQLException e) {
+              throw new IllegalStateException(e);
+            }
+          };
       Context ctx = a.lastContext;
       ctx.yield();
       await().atMost(AWAIT).until(() -> a.revoked.get() == 1);
+      // a voluntary end: onRevoked ran while this node's session still held the lock
+      assertThat(a.probedAtRevoke).isEqualTo(term.backendPid());
       await().atMost(AWAIT).until(() -> b.granted.get() == 1);
       assertThat(second.getContext().isLeader()).isTrue();
       assertThat(first.getContext().isLeader()).isFalse();
