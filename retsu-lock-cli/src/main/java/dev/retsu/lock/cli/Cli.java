@@ -419,13 +419,12 @@ final class Cli {
       }
     }
     // Terminate only the session read above, still in the same term: same pid, same start, same
-    // application_name (a retsu-lock leader's names its token), so a new holder is never hit.
+    // application_name (a retsu-lock leader's names its token), so a new holder is never hit; and
+    // only while that backend still holds this key, read from pg_locks in the same statement, since
+    // a session can let go of the key and keep its pid, start and name (a group member yields one
+    // key and keeps the others on the same session).
     try (Connection c = ds.getConnection();
-        PreparedStatement ps =
-            c.prepareStatement(
-                "SELECT pg_catalog.pg_terminate_backend(pid, ?) FROM pg_catalog.pg_stat_activity"
-                    + " WHERE pid = ? AND application_name = ?"
-                    + " AND backend_start IS NOT DISTINCT FROM ?")) {
+        PreparedStatement ps = c.prepareStatement(TERMINATE_HOLDER)) {
       ps.setLong(1, TERMINATE_WAIT_MILLIS);
       ps.setInt(2, l.pid());
       ps.setString(3, a.applicationName());
@@ -433,6 +432,7 @@ final class Cli {
           4,
           a.backendStart().map(t -> t.atOffset(java.time.ZoneOffset.UTC)).orElse(null),
           java.sql.Types.TIMESTAMP_WITH_TIMEZONE);
+      bindKey(ps, 5, key);
       try (ResultSet rs = ps.executeQuery()) {
         if (!rs.next()) {
           report(
@@ -460,6 +460,35 @@ final class Cli {
     }
     report(o, key, label, "evicted", l, a, "terminated the session of " + who);
     return OK;
+  }
+
+  /**
+   * Terminates a session if it is still the one read and still holds the key: binds the wait
+   * (millis), pid, application_name, backend_start, then {@link #bindKey}'s three values. No row:
+   * the holder changed. The key as {@code pg_locks} shows it: {@code objsubid} 1 with the high and
+   * low 32 bits of a {@code bigint} key, 2 with the two parts of a two-part key.
+   */
+  private static final String TERMINATE_HOLDER =
+      "SELECT pg_catalog.pg_terminate_backend(a.pid, ?) FROM pg_catalog.pg_stat_activity a"
+          + " WHERE a.pid = ? AND a.application_name = ?"
+          + " AND a.backend_start IS NOT DISTINCT FROM ?"
+          + " AND EXISTS (SELECT 1 FROM pg_catalog.pg_locks l WHERE l.pid = a.pid"
+          + " AND l.locktype = 'advisory' AND l.granted AND l.mode = 'ExclusiveLock'"
+          + " AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d"
+          + " WHERE d.datname = pg_catalog.current_database())"
+          + " AND l.objsubid = ? AND l.classid = ?::int8::oid AND l.objid = ?::int8::oid)";
+
+  /** Binds the key's objsubid, classid, objid from {@code index}, as pg_locks shows them. */
+  private static void bindKey(PreparedStatement ps, int index, LockKey key) throws SQLException {
+    if (key.isTwoPart()) {
+      ps.setInt(index, 2);
+      ps.setLong(index + 1, Integer.toUnsignedLong(key.first()));
+      ps.setLong(index + 2, Integer.toUnsignedLong(key.second()));
+    } else {
+      ps.setInt(index, 1);
+      ps.setLong(index + 1, key.value() >>> 32);
+      ps.setLong(index + 2, key.value() & 0xffffffffL);
+    }
   }
 
   private void report(

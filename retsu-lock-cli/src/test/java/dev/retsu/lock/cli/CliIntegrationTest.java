@@ -283,6 +283,54 @@ class CliIntegrationTest {
   }
 
   @Test
+  void evictTerminatesNothingWhenTheSessionLetGoOfTheKeyAfterTheRead(TestDatabase db)
+      throws Exception {
+    // A group member's one session holds both keys and keeps its name, pid and start after it
+    // yields one: only the lock itself tells that it no longer holds the named key.
+    String ns = "grp" + KEYS.incrementAndGet();
+    LockKey named = LockKey.named(ns, "0");
+    LockKey other = LockKey.named(ns, "1");
+    LeaderGroup g =
+        track(
+            LeaderGroup.partitioned(db.dataSource(), ns, 2)
+                .candidateId("member-y")
+                .sessions(1)
+                .build());
+    g.start(ctx -> ctx.ensureLeader());
+    await().atMost(WITHIN).until(() -> g.heldCount() == 2);
+    int pid = g.sessionPid(named).orElseThrow();
+    assertThat(g.sessionPid(other)).contains(pid);
+    Term kept = g.currentTerm(other).orElseThrow();
+    List<String> asked = new ArrayList<>();
+    Terminal yieldsThenConfirms =
+        new Terminal() {
+          @Override
+          public boolean interactive() {
+            return true;
+          }
+
+          @Override
+          public String readLine(String prompt) {
+            asked.add(prompt);
+            // between the CLI's read and its terminating statement, the holder lets go of the key
+            assertThat(g.yield(named, Duration.ofMinutes(5))).isTrue();
+            return "yes";
+          }
+        };
+
+    CliRun r = new CliRun(Map.of("PGPASSWORD", db.password()), yieldsThenConfirms);
+    int code = r.run(args(db, "evict", "--namespace", ns, "--name", "0"));
+
+    assertThat(asked).singleElement().asString().contains("pid " + pid);
+    assertThat(code).as(r.out() + r.err()).isEqualTo(Cli.HOLDER_CHANGED);
+    assertThat(r.out()).contains("the holder changed before the eviction; nothing terminated");
+    assertThat(db.backendExists(pid)).as("the member's session in pg_stat_activity").isTrue();
+    assertThat(db.advisoryKeyHolders(named.value())).isEmpty();
+    assertThat(db.advisoryKeyHolders(other.value())).containsExactly(pid);
+    assertThat(g.currentTerm(other).map(Term::number)).contains(kept.number());
+  }
+
+  @Test
   void evictExitsWithThreeWhenNobodyLeads(TestDatabase db) {
     CliRun r = withPassword(db);
     assertThat(r.run(args(db, "evict", "--namespace", "ops", "--name", name(), "--yes")))

@@ -184,8 +184,8 @@ public final class SessionSql {
         + " END FROM (SELECT w.pid, w.in_recovery, w.already, w.locked, CASE WHEN w.locked THEN"
         + " pg_catalog.set_config('lock_timeout', ?::text, false) END AS lt, CASE WHEN w.locked"
         + " THEN pg_catalog.set_config('statement_timeout', ?::text, false) END AS st, CASE WHEN"
-        + " w.locked THEN pg_catalog.set_config('synchronous_commit', 'on', true) END AS sc, CASE"
-        + " WHEN w.locked THEN pg_catalog.pg_logical_emit_message(true, 'retsu-lock-fence',"
+        + " w.locked THEN pg_catalog.set_config('synchronous_commit', 'local', true) END AS sc,"
+        + " CASE WHEN w.locked THEN pg_catalog.pg_logical_emit_message(true, 'retsu-lock-fence',"
         + " ?::text)::text END AS msg, CASE WHEN w.locked THEN"
         + " pg_catalog.pg_current_xact_id()::text::bigint END AS xid, CASE WHEN w.locked THEN "
         + TokenMode.timeline(walTimeline)
@@ -279,9 +279,11 @@ public final class SessionSql {
    * The fencing token: xid8, timeline, (setting), pid, the term's {@code application_name} (the
    * token in it), and one {@code acquired} notice per key announced (their count). The
    * transactional WAL message makes the commit flush synchronously (with synchronous_commit forced
-   * on for it), so a crash cannot hand this xid out again; the notices are delivered at that same
-   * commit. Binds: the term name's prefix; the candidate; the ids of the keys to announce (text
-   * array); the message text.
+   * to {@code local} for it), so a crash cannot hand this xid out again; the commit waits for the
+   * local flush only, never for a synchronous standby (invariant 10: a promoted replica's higher
+   * timeline orders tokens across a failover); the notices are delivered at that same commit.
+   * Binds: the term name's prefix; the candidate; the ids of the keys to announce (text array); the
+   * message text.
    *
    * @param walTimeline whether the token carries the WAL timeline ({@link TokenMode})
    * @return the statement
@@ -294,7 +296,7 @@ public final class SessionSql {
         + ") FROM unnest(?::text[]) AS n(id)) FROM (SELECT"
         + " pg_catalog.pg_current_xact_id()::text::bigint AS xid, "
         + TokenMode.timeline(walTimeline)
-        + " AS tl, pg_catalog.set_config('synchronous_commit', 'on', true) AS sc,"
+        + " AS tl, pg_catalog.set_config('synchronous_commit', 'local', true) AS sc,"
         + " pg_catalog.pg_backend_pid() AS pid FROM"
         + " pg_catalog.pg_logical_emit_message(true, 'retsu-lock-fence', ?) OFFSET 0) t";
   }
