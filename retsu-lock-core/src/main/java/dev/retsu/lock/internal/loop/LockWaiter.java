@@ -59,6 +59,12 @@ public final class LockWaiter implements AutoCloseable {
   /** Whether the last notice about this key from another session was {@code released}. */
   private boolean lastReleased;
 
+  /**
+   * The pid of the candidates' session that held the key when the last wait began, or 0: only its
+   * {@code released} notice counts (the waiting thread's alone).
+   */
+  private int holderAtWait;
+
   /** Whether to look, in the grant's statement, for a preferred candidate waiting behind. */
   private volatile boolean lookForPreferred;
 
@@ -199,7 +205,7 @@ public final class LockWaiter implements AutoCloseable {
       ps.setString(5, originalLockTimeout);
       ps.setString(6, originalStatementTimeout);
       ps.setString(7, name);
-      KeySql.bindLocks(ps, KeySql.bindArguments(ps, 8, key), key);
+      KeySql.bindLocks(ps, KeySql.bindLocks(ps, KeySql.bindArguments(ps, 8, key), key), key);
       long sent = time.nanoTime();
       try (ResultSet rs = ps.executeQuery()) {
         long received = time.nanoTime();
@@ -209,7 +215,8 @@ public final class LockWaiter implements AutoCloseable {
         long before = locked ? (long) (rs.getDouble(11) * 1e9) : 0;
         long proofStart = sent + Math.max(0, Math.min(before, received - sent));
         w = new Wait(rs.getInt(1), rs.getBoolean(2), rs.getBoolean(3), locked, token, proofStart);
-        preferredAtGrant = locked ? rs.getInt(14) : 0;
+        holderAtWait = rs.getInt(12);
+        preferredAtGrant = locked ? rs.getInt(15) : 0;
       }
     }
     if (w.locked()) {
@@ -227,7 +234,15 @@ public final class LockWaiter implements AutoCloseable {
    * Reads the notices that arrived: with {@code ownPid}, waits up to {@code millis} for this
    * session's own {@code acquired} notice of {@code token}, which comes after every notice
    * committed before the grant. Returns whether the last notice about this key from another
-   * session, before the own one, was {@code released}: the previous term ended gracefully.
+   * session, before the own one, was {@code released} by the session that held the key when the
+   * wait began: the previous term ended gracefully.
+   *
+   * <p>A notice is a hint, and any role can send one (DESIGN invariant 9). The server attaches the
+   * sender's backend pid to each notification: a notice counts only when that pid is the one it
+   * names (a session speaks only for itself), and a {@code released} counts only from the session
+   * this waiter's statement saw holding the key, among the candidates' role, when the wait began.
+   * Anything else can only make the end look not graceful, which costs the lock-delay, never an
+   * overlap.
    */
   private boolean notices(Connection c, int millis, int ownPid, FencingToken token)
       throws SQLException {
@@ -247,13 +262,14 @@ public final class LockWaiter implements AutoCloseable {
           continue;
         }
         Notices.Notice notice = Notices.parse(n.payload()).orElse(null);
-        if (notice == null || !notice.keyId().equals(keyId)) {
+        if (notice == null || !notice.keyId().equals(keyId) || notice.pid() != n.pid()) {
           continue;
         }
         if (n.pid() == ownPid && notice.token().equals(token)) {
           return lastReleased;
         }
-        lastReleased = notice.kind() == Notices.Kind.RELEASED;
+        lastReleased =
+            notice.kind() == Notices.Kind.RELEASED && holderAtWait != 0 && n.pid() == holderAtWait;
       }
       if (ownPid < 0) {
         return lastReleased;

@@ -164,9 +164,12 @@ public final class SessionSql {
    * the seconds the server spent in the statement before the token (its own clock, for the proof of
    * liveness), the term's {@code application_name} (the token in it, {@link Notices}) and the
    * {@code acquired} notice, delivered at the token's commit. While it waits, no xid is assigned
-   * and nothing is written. The already-held check runs in the same statement, before every wait.
+   * and nothing is written. The already-held check runs in the same statement, before every wait,
+   * and so does the read of the key's holder among the candidates' sessions (column 12, {@link
+   * #candidateHolder}); since that read takes the statement's snapshot of {@code pg_stat_activity},
+   * the grant drops it before the look for a preferred candidate, which must see who waits now.
    * Binds: the term name's prefix, the key id, the candidate; lock_timeout, statement_timeout to
-   * restore; the token's message; key arguments; key locks.
+   * restore; the token's message; key arguments; key locks twice.
    *
    * @param key the key
    * @param walTimeline whether the token carries the WAL timeline ({@link TokenMode})
@@ -175,14 +178,15 @@ public final class SessionSql {
   public static String waitLock(LockKey key, boolean walTimeline) {
     return STANDBY_WAIT
         + " SELECT x.pid, x.in_recovery, x.already, x.locked, x.lt, x.st, x.sc, x.msg, x.xid, x.tl,"
-        + " x.took, CASE WHEN x.locked THEN pg_catalog.set_config('application_name', "
+        + " x.took, x.holder, CASE WHEN x.locked THEN pg_catalog.set_config('application_name', "
         + Notices.termNameSql("('#' || x.tl || '/' || x.xid)")
         + ", false) END, CASE WHEN x.locked THEN "
         + acquiredNotice("?::text", "x.pid", "x.tl", "x.xid")
         + " END, CASE WHEN x.locked AND ?::bool THEN "
         + PREFERRED_WAITING
-        + " END FROM (SELECT w.pid, w.in_recovery, w.already, w.locked, CASE WHEN w.locked THEN"
-        + " pg_catalog.set_config('lock_timeout', ?::text, false) END AS lt, CASE WHEN w.locked"
+        + " END FROM (SELECT w.pid, w.in_recovery, w.already, w.locked, w.holder, CASE WHEN"
+        + " w.locked THEN pg_catalog.pg_stat_clear_snapshot()::text END AS fresh, CASE WHEN"
+        + " w.locked THEN pg_catalog.set_config('lock_timeout', ?::text, false) END AS lt, CASE WHEN w.locked"
         + " THEN pg_catalog.set_config('statement_timeout', ?::text, false) END AS st, CASE WHEN"
         + " w.locked THEN pg_catalog.set_config('synchronous_commit', 'local', true) END AS sc,"
         + " CASE WHEN w.locked THEN pg_catalog.pg_logical_emit_message(true, 'retsu-lock-fence',"
@@ -191,13 +195,32 @@ public final class SessionSql {
         + TokenMode.timeline(walTimeline)
         + " END AS tl, CASE WHEN w.locked THEN pg_catalog.date_part('epoch',"
         + " pg_catalog.clock_timestamp() - pg_catalog.statement_timestamp()) END AS took FROM"
-        + " (SELECT t.pid, t.in_recovery, t.already, CASE WHEN t.in_recovery OR t.already THEN"
-        + " false ELSE pg_catalog.pg_advisory_lock("
+        + " (SELECT t.pid, t.in_recovery, t.already, t.holder, CASE WHEN t.in_recovery OR t.already"
+        + " THEN false ELSE pg_catalog.pg_advisory_lock("
         + KeySql.arguments(key)
         + ")::text = '' END AS locked FROM (SELECT pg_catalog.pg_backend_pid() AS pid,"
         + " pg_catalog.pg_is_in_recovery() AS in_recovery, "
         + heldByThisBackend(key)
-        + " AS already OFFSET 0) t OFFSET 0) w OFFSET 0) x";
+        + " AS already, "
+        + candidateHolder(key)
+        + " AS holder OFFSET 0) t OFFSET 0) w OFFSET 0) x";
+  }
+
+  /**
+   * The pid of the session of the candidates' role that holds the key, or 0 (an int expression,
+   * read before the statement waits): the only session whose {@code released} notice can tell a
+   * waiter that the term it waited behind ended gracefully. Binds: key locks.
+   */
+  private static String candidateHolder(LockKey key) {
+    return "coalesce((SELECT l.pid FROM pg_catalog.pg_locks l JOIN pg_catalog.pg_stat_activity a"
+        + " ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted AND l.mode ="
+        + " 'ExclusiveLock' AND l.database = "
+        + THIS_DATABASE
+        + " AND "
+        + KeySql.pgLocksPredicate(key, "l")
+        + " AND "
+        + candidateRole("a", null)
+        + " LIMIT 1), 0)";
   }
 
   /**

@@ -15,11 +15,9 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.OptionalLong;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -38,11 +36,13 @@ final class WatchedKeys {
 
   private final String context;
   private final TimeSource time;
-  private final Supplier<String> database;
   private final Map<LockKey, KeyState> keys = new HashMap<>();
   private final Map<String, KeyState> byId = new HashMap<>();
   private final Map<LockKey, Optional<LeaderInfo>> view = new ConcurrentHashMap<>();
   private final Set<LockKey> pendingReads = new HashSet<>();
+
+  /** Keys a notice asked to read again, with the notice's cause. */
+  private final Map<LockKey, LeaderChange.Cause> hints = new HashMap<>();
 
   /** One watched key: its listeners, what was delivered. */
   private static final class KeyState {
@@ -60,12 +60,10 @@ final class WatchedKeys {
   /**
    * @param context the watch's log prefix
    * @param time the clock of every change's timestamp
-   * @param database the watch session's database, for leaders known only from a notice
    */
-  WatchedKeys(String context, TimeSource time, Supplier<String> database) {
+  WatchedKeys(String context, TimeSource time) {
     this.context = context;
     this.time = time;
-    this.database = database;
   }
 
   /** What was last delivered for a key (empty: nobody, or not known yet). Any thread. */
@@ -99,6 +97,7 @@ final class WatchedKeys {
         byId.remove(Notices.keyId(key));
         view.remove(key);
         pendingReads.remove(key);
+        hints.remove(key);
       }
     }
   }
@@ -134,11 +133,38 @@ final class WatchedKeys {
               && info.token().isPresent()
               && k.highest != null
               && info.token().get().compareTo(k.highest) < 0;
+      LeaderChange.Cause hint = hints.remove(key);
       if (!older && (!k.known || !same(k.current, now))) {
-        deliver(k, now, LeaderChange.Cause.READ);
+        LeaderChange.Cause cause = cause(hint, now);
+        deliver(k, cause == LeaderChange.Cause.ACQUIRED ? now.map(this::seenNow) : now, cause);
       }
       k.known = true;
     }
+  }
+
+  /** A new term a notice announced and a read confirmed: {@code acquiredAt} is when it was seen. */
+  private LeaderInfo seenNow(LeaderInfo info) {
+    return new LeaderInfo(
+        info.key(),
+        info.candidateId(),
+        info.pid(),
+        info.database(),
+        info.token(),
+        info.term(),
+        Optional.of(now()),
+        info.lastRenewal(),
+        info.validUntil());
+  }
+
+  /** The cause of a change a read found: the notice's that asked for it, when it fits. */
+  private static LeaderChange.Cause cause(LeaderChange.Cause hint, Optional<LeaderInfo> now) {
+    if (hint == LeaderChange.Cause.ACQUIRED && now.isPresent()) {
+      return LeaderChange.Cause.ACQUIRED;
+    }
+    if (hint == LeaderChange.Cause.RELEASED && now.isEmpty()) {
+      return LeaderChange.Cause.RELEASED;
+    }
+    return LeaderChange.Cause.READ;
   }
 
   private static boolean same(Optional<LeaderInfo> a, Optional<LeaderInfo> b) {
@@ -148,7 +174,15 @@ final class WatchedKeys {
     return a.get().pid() == b.get().pid() && a.get().token().equals(b.get().token());
   }
 
-  /** Applies notifications: a newer {@code acquired}, or the current leader's {@code released}. */
+  /**
+   * Applies notifications, which any role can send (DESIGN invariant 9), so none is taken for a
+   * fact it cannot prove. The server attaches the sender's backend pid to each: a notice that names
+   * another pid is ignored. A {@code released} sent by the current leader's own session (a pid a
+   * {@code pg_locks} read showed holding the key, as a candidate) for its own token is that session
+   * saying it lets go: nobody, at once. Any other notice about a watched key (an {@code acquired},
+   * or a {@code released} of someone else) is a hint: the key is read again from {@code pg_locks},
+   * and what the read shows is delivered, under the notice's cause. Reads are coalesced per key.
+   */
   void notices(List<PgSession.Note> notes) {
     for (PgSession.Note n : notes) {
       if (!Notices.CHANNEL.equals(n.channel())) {
@@ -156,30 +190,28 @@ final class WatchedKeys {
       }
       Notices.Notice notice = Notices.parse(n.payload()).orElse(null);
       KeyState k = notice == null ? null : byId.get(notice.keyId());
-      if (k == null) {
+      if (k == null || notice.pid() != n.pid()) {
         continue;
       }
-      if (notice.kind() == Notices.Kind.ACQUIRED) {
-        if (k.highest != null && notice.token().compareTo(k.highest) <= 0) {
-          continue; // already delivered, or older than what was
-        }
-        LeaderInfo info =
-            new LeaderInfo(
-                k.key,
-                notice.candidateId(),
-                notice.pid(),
-                database.get(),
-                Optional.of(notice.token()),
-                OptionalLong.empty(),
-                Optional.of(now()),
-                Optional.empty(),
-                Optional.empty());
-        deliver(k, Optional.of(info), LeaderChange.Cause.ACQUIRED);
-      } else if (k.current.isPresent()
-          && k.current.get().pid() == notice.pid()
+      if (notice.kind() == Notices.Kind.RELEASED
+          && k.current.isPresent()
+          && k.current.get().pid() == n.pid()
           && k.current.get().token().equals(Optional.of(notice.token()))) {
         deliver(k, Optional.empty(), LeaderChange.Cause.RELEASED);
+        hints.remove(k.key);
+        continue;
       }
+      if (k.highest != null
+          && notice.kind() == Notices.Kind.ACQUIRED
+          && notice.token().compareTo(k.highest) <= 0) {
+        continue; // not newer than a term already delivered from a read
+      }
+      hints.put(
+          k.key,
+          notice.kind() == Notices.Kind.ACQUIRED
+              ? LeaderChange.Cause.ACQUIRED
+              : LeaderChange.Cause.RELEASED);
+      pendingReads.add(k.key);
     }
   }
 

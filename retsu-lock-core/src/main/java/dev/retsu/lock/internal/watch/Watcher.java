@@ -35,8 +35,12 @@ import org.slf4j.LoggerFactory;
  * that changes go out in token order and never twice:
  *
  * <ul>
- *   <li>an {@code acquired} notice newer than every token delivered for the key is a new leader;
- *   <li>a {@code released} notice of the current leader's token is nobody;
+ *   <li>a notice is a hint, never a fact (any role can send one): an {@code acquired} notice newer
+ *       than every token delivered for the key makes the watch read the key from {@code pg_locks},
+ *       and the read (only sessions of the candidates' role count as a candidate's term) is what
+ *       goes out;
+ *   <li>a {@code released} notice that the server shows came from the current leader's own session,
+ *       for its token, is nobody;
  *   <li>every {@code checkInterval}, one read of {@code pg_stat_activity} for the current leaders'
  *       pids (never {@code pg_locks}, never a lock on a key) finds the sessions that ended without
  *       a notice: a crash or a terminate is nobody within one interval;
@@ -79,7 +83,7 @@ public final class Watcher implements Runnable {
     this.reconnectInterval = reconnectInterval;
     this.time = spec.time();
     this.wakeup = new Wakeup(time, closed::get);
-    this.keys = new WatchedKeys(spec.context(), time, this::database);
+    this.keys = new WatchedKeys(spec.context(), time);
   }
 
   /**
@@ -224,12 +228,6 @@ public final class Watcher implements Runnable {
     if (pending != null) {
       keys.notices(pending);
     }
-  }
-
-  /** The watch's database: a notice reaches only listeners in its own database. */
-  private String database() {
-    Session s = session;
-    return s == null ? "" : s.id().database();
   }
 
   /** One read of {@code pg_stat_activity} for the current leaders' pids. */
