@@ -1,5 +1,6 @@
 package dev.retsu.lock;
 
+import dev.retsu.lock.internal.session.SessionSql;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -19,7 +20,15 @@ import java.util.Objects;
  * }</pre>
  *
  * A write from a leader whose term ended (its session lost, another term took the key, or a
- * failover to a replica, whose sessions are all new) then changes nothing. Limits:
+ * failover to a replica, whose sessions are all new) then changes nothing.
+ *
+ * <p>A session writes its own {@code application_name}, and any role that can connect can queue on
+ * the key under a leader's name and token and be granted it once that leader's session ends. So the
+ * check also requires the holder's session to be of the candidates' role (the role it logged in as,
+ * which the server records): by default the role of the session that runs the statement (a leader's
+ * own write runs as the candidates' role), or the role named with {@link #isCurrent(LockKey,
+ * FencingToken, String)} for writes made under another role. A holder of any other role never
+ * passes, whatever its name. Limits:
  *
  * <ul>
  *   <li>it reads {@code pg_stat_activity}, which PostgreSQL caches for the rest of a transaction
@@ -41,14 +50,51 @@ public final class FencingSql {
 
   /**
    * A boolean SQL expression, true while the term that took {@code token} holds {@code key} in the
-   * current database. Every value in it is a number the library formats: no binds, nothing to
-   * escape.
+   * current database, in a session of the candidates' role: the role of the session that evaluates
+   * it ({@code SESSION_USER}, the role it logged in as). Every value in it is a number the library
+   * formats: no binds, nothing to escape.
    *
    * @param key the key
    * @param token the term's token
    * @return the expression
    */
   public static String isCurrent(LockKey key, FencingToken token) {
+    return expression(key, token, null);
+  }
+
+  /**
+   * A boolean SQL expression, true while the term that took {@code token} holds {@code key} in the
+   * current database, in a session that logged in as {@code candidateRole}: for a write made under
+   * another role than the candidates'. The role name is written into the expression as a quoted
+   * literal.
+   *
+   * @param key the key
+   * @param token the term's token
+   * @param candidateRole the role the candidates log in as
+   * @return the expression
+   * @throws IllegalArgumentException if {@code candidateRole} is no possible role name (empty,
+   *     longer than 63 bytes, or with a backslash or NUL)
+   */
+  public static String isCurrent(LockKey key, FencingToken token, String candidateRole) {
+    return expression(key, token, checkRole(candidateRole));
+  }
+
+  /** The role name checked: a PostgreSQL name, quotable as a literal. */
+  static String checkRole(String candidateRole) {
+    Objects.requireNonNull(candidateRole, "candidateRole");
+    if (candidateRole.isEmpty()
+        || candidateRole.getBytes(StandardCharsets.UTF_8).length > 63
+        || candidateRole.indexOf('\\') >= 0
+        || candidateRole.indexOf('\0') >= 0) {
+      throw new IllegalArgumentException(
+          "candidateRole must be a role name of 1 to 63 bytes without a backslash or NUL, but was \""
+              + candidateRole.replace("\0", "\\0")
+              + "\"");
+    }
+    return candidateRole;
+  }
+
+  private static String expression(LockKey key, FencingToken token, String role) {
     Objects.requireNonNull(key, "key");
     Objects.requireNonNull(token, "token");
     long classid;
@@ -77,14 +123,19 @@ public final class FencingSql {
         + suffix.length()
         + ") = '"
         + suffix
-        + "')";
+        + "' AND "
+        + SessionSql.candidateRole("a", role)
+        + ")";
   }
 
   /**
    * The optional function {@code retsu_lock_is_current(key bigint, token text)} (and {@code (first
    * int, second int, token text)}) as a script to run once per database, with a role that may
    * create functions; nothing installs it. {@code UPDATE t SET ... WHERE ... AND
-   * retsu_lock_is_current(:key, :token)}.
+   * retsu_lock_is_current(:key, :token)}. Like {@link #isCurrent(LockKey, FencingToken)} it
+   * requires the holder's session to be of the calling session's login role; {@code
+   * retsu_lock_is_current_for_role(key, token, candidate_role)} (and {@code (first, second, token,
+   * candidate_role)}) names the candidates' role instead.
    *
    * @return the script
    */

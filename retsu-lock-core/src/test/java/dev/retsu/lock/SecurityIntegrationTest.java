@@ -120,7 +120,12 @@ class SecurityIntegrationTest {
       LockHolder seen = AdvisoryLock.of(asOther, key).currentHolder().orElseThrow();
       assertThat(seen.pid()).isEqualTo(terms.get(0).backendPid());
       assertThat(seen.user()).isEqualTo(app);
-      assertThat(seen.candidateId()).contains("app-1");
+      // read as another role, the app's session is of no candidate of that role: foreign
+      assertThat(seen.foreign()).isTrue();
+      assertThat(seen.candidateId()).isEmpty();
+      assertThat(AdvisoryLock.of(asApp, key).currentHolder().orElseThrow().candidateId())
+          .contains("app-1");
+      assertThat(LeaderInfo.of(asOther, key, app).orElseThrow().candidateId()).isEqualTo("app-1");
       assertThat(seen.clientAddress()).isEmpty(); // needs pg_read_all_stats
       assertThat(seen.since()).isEmpty();
       assertThat(terms.get(0).fencingToken().xid()).isPositive();

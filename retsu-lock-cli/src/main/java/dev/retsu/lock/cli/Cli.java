@@ -164,7 +164,7 @@ final class Cli {
     Optional<Activity> activity = Optional.empty();
     // the holder may end between the two reads: then read again, at most three times
     for (int attempt = 0; attempt < 3; attempt++) {
-      leader = LeaderInfo.of(ds, key);
+      leader = read(ds, key, o);
       if (leader.isEmpty()) {
         break;
       }
@@ -186,21 +186,52 @@ final class Cli {
       io.out().println("key          " + keyText(key, label));
       io.out().println("leader       nobody holds the key");
     } else {
-      printLeader(key, label, leader.get(), activity);
+      printLeader(key, label, leader.get(), activity, o);
     }
     return leader.isPresent() ? OK : NO_LEADER;
   }
 
-  private void printLeader(LockKey key, String label, LeaderInfo l, Optional<Activity> activity) {
+  private static Optional<LeaderInfo> read(PGSimpleDataSource ds, LockKey key, Options o) {
+    return o.candidateRole() == null
+        ? LeaderInfo.of(ds, key)
+        : LeaderInfo.of(ds, key, o.candidateRole());
+  }
+
+  /** The candidates' role as the CLI judges it, for people. */
+  private static String candidates(Options o) {
+    return o.candidateRole() == null
+        ? "the CLI's own login role; --candidate-role names another"
+        : o.candidateRole();
+  }
+
+  /** What a foreign holder is, with its role when its session is still there to read it. */
+  private static String foreign(Optional<String> role, Options o) {
+    return "none: a foreign session holds the key (role "
+        + role.orElse("unknown")
+        + ", not the candidates' role: "
+        + candidates(o)
+        + ")";
+  }
+
+  private void printLeader(
+      LockKey key, String label, LeaderInfo l, Optional<Activity> activity, Options o) {
     PrintStream out = io.out();
     out.println("key          " + keyText(key, label));
     out.println(
         "leader       "
-            + (l.candidateId().isEmpty() ? "(not a retsu-lock candidate)" : l.candidateId()));
+            + (l.foreign()
+                ? foreign(activity.flatMap(Activity::user), o)
+                : l.candidateId().isEmpty() ? "(not a retsu-lock candidate)" : l.candidateId()));
     out.println("pid          " + l.pid());
     out.println("database     " + l.database());
     out.println(
-        "token        " + l.token().map(Object::toString).orElse("- (the holder took none)"));
+        "token        "
+            + l.token()
+                .map(Object::toString)
+                .orElse(
+                    l.foreign()
+                        ? "- (a foreign session's name counts for nothing)"
+                        : "- (the holder took none)"));
     out.println(
         "term         "
             + (l.term().isPresent()
@@ -235,12 +266,28 @@ final class Cli {
     out.println("  backend_start    " + a.backendStart().map(Object::toString).orElse(HIDDEN));
   }
 
-  private int group(PGSimpleDataSource ds, Options o) {
-    Map<LockKey, LeaderInfo> leaders = LeaderInfo.of(ds, o.keys());
+  private int group(PGSimpleDataSource ds, Options o) throws SQLException {
+    Map<LockKey, LeaderInfo> leaders =
+        o.candidateRole() == null
+            ? LeaderInfo.of(ds, o.keys())
+            : LeaderInfo.of(ds, o.keys(), o.candidateRole());
     Map<String, Integer> owners = new TreeMap<>();
+    Map<Integer, Optional<String>> foreignRoles = new TreeMap<>();
     for (LeaderInfo l : leaders.values()) {
-      owners.merge(l.candidateId(), 1, Integer::sum);
+      if (l.foreign()) {
+        foreignRoles.put(l.pid(), Optional.empty());
+      } else {
+        owners.merge(l.candidateId(), 1, Integer::sum);
+      }
     }
+    if (!foreignRoles.isEmpty()) {
+      try (Connection c = ds.getConnection()) {
+        for (Integer pid : List.copyOf(foreignRoles.keySet())) {
+          foreignRoles.put(pid, Activity.read(c, pid).flatMap(Activity::user));
+        }
+      }
+    }
+    long foreignKeys = leaders.values().stream().filter(LeaderInfo::foreign).count();
     int n = o.keys().size();
     if (o.json()) {
       List<Json> rows = new ArrayList<>();
@@ -252,7 +299,14 @@ final class Cli {
                 .obj("key", keyJson(k, o.labels().get(p)))
                 .obj(
                     "leader",
-                    Optional.ofNullable(leaders.get(k)).map(Cli::leaderJson).orElse(null)));
+                    Optional.ofNullable(leaders.get(k))
+                        .map(
+                            l ->
+                                l.foreign()
+                                    ? leaderJson(l)
+                                        .str("role", foreignRoles.get(l.pid()).orElse(null))
+                                    : leaderJson(l))
+                        .orElse(null)));
       }
       Json ownerJson = new Json();
       owners.forEach(ownerJson::num);
@@ -267,8 +321,14 @@ final class Cli {
     } else {
       PrintStream out = io.out();
       out.printf(
-          "group %s: %d keys, %d held by %d candidates%n",
-          o.group(), n, leaders.size(), owners.size());
+          "group %s: %d keys, %d held by %d candidates%s%n",
+          o.group(),
+          n,
+          leaders.size() - foreignKeys,
+          owners.size(),
+          foreignKeys == 0
+              ? ""
+              : ", " + foreignKeys + " held by foreign sessions (not of the candidates' role)");
       out.printf("%-9s  %-20s  %-8s  %-12s  %s%n", "partition", "key", "pid", "token", "leader");
       for (int p = 0; p < n; p++) {
         LockKey k = o.keys().get(p);
@@ -279,7 +339,11 @@ final class Cli {
             k.value(),
             l == null ? "-" : String.valueOf(l.pid()),
             l == null ? "-" : l.token().map(Object::toString).orElse("-"),
-            l == null ? "nobody" : l.candidateId());
+            l == null
+                ? "nobody"
+                : l.foreign()
+                    ? "foreign session (role " + foreignRoles.get(l.pid()).orElse("unknown") + ")"
+                    : l.candidateId());
       }
       if (!owners.isEmpty()) {
         out.println("owners");
@@ -334,7 +398,9 @@ final class Cli {
               .map(
                   l ->
                       "leader="
-                          + (l.candidateId().isEmpty() ? "-" : l.candidateId())
+                          + (l.foreign()
+                              ? "none(foreign-session)"
+                              : l.candidateId().isEmpty() ? "-" : l.candidateId())
                           + " pid="
                           + l.pid()
                           + " token="
@@ -528,6 +594,7 @@ final class Cli {
         .str("token", l.token())
         .num("term", l.term())
         .time("acquiredAt", l.acquiredAt())
-        .time("lastRenewal", l.lastRenewal());
+        .time("lastRenewal", l.lastRenewal())
+        .bool("foreign", l.foreign());
   }
 }

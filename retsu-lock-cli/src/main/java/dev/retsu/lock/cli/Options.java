@@ -23,6 +23,7 @@ import java.util.Set;
  * @param watch stream changes until stopped
  * @param json one JSON object per line
  * @param yes evict without asking
+ * @param candidateRole the role the candidates log in as, or null for the CLI's own login role
  */
 record Options(
     String command,
@@ -34,7 +35,8 @@ record Options(
     String group,
     boolean watch,
     boolean json,
-    boolean yes) {
+    boolean yes,
+    String candidateRole) {
 
   static final Set<String> COMMANDS = Set.of("who", "evict");
   private static final Set<String> FLAGS = Set.of("--watch", "--json", "--yes", "--help");
@@ -47,10 +49,11 @@ record Options(
           "--namespace",
           "--name",
           "--group",
-          "--partitions");
+          "--partitions",
+          "--candidate-role");
   private static final String ALLOWED =
-      "--url, --user, --password, --key, --namespace, --name, --group, --partitions, --watch,"
-          + " --json, --yes, --help";
+      "--url, --user, --password, --key, --namespace, --name, --group, --partitions,"
+          + " --candidate-role, --watch, --json, --yes, --help";
 
   /** {@return true when {@code --help} was asked for} */
   static boolean wantsHelp(String[] args) {
@@ -212,6 +215,17 @@ record Options(
     } else if (yes) {
       throw new UsageException("--yes goes with evict, not who");
     }
+    String candidateRole = values.get("--candidate-role");
+    if (candidateRole != null) {
+      if (command.equals("evict") || watch) {
+        throw new UsageException(
+            "--candidate-role goes with who without --watch (a watch and evict judge by the CLI's"
+                + " own login role)");
+      }
+      if (candidateRole.isBlank()) {
+        throw new UsageException("--candidate-role must name a role, but was empty");
+      }
+    }
     return new Options(
         command,
         url,
@@ -222,7 +236,8 @@ record Options(
         group,
         watch,
         flags.contains("--json"),
-        yes);
+        yes,
+        candidateRole);
   }
 
   private static LockKey named(String namespace, String name) throws UsageException {

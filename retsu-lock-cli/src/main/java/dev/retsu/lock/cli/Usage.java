@@ -10,12 +10,15 @@ final class Usage {
       retsu-lock-cli: who leads a retsu-lock key, on PostgreSQL advisory locks.
 
       Usage:
-        java -jar retsu-lock-cli-all.jar [who] --url URL KEY [--json] [--watch]
+        java -jar retsu-lock-cli-all.jar [who] --url URL KEY [--candidate-role ROLE] [--json]
+        java -jar retsu-lock-cli-all.jar [who] --url URL KEY --watch [--json]
         java -jar retsu-lock-cli-all.jar evict --url URL KEY [--json] [--yes]
 
       Commands:
         who     (the default) print the holder: candidate, pid, token, term, since when, and its
-                pg_stat_activity row; with --watch, stream every change until Ctrl-C
+                pg_stat_activity row; with --watch, stream every change until Ctrl-C. A holder
+                whose session is not of the candidates' role is shown as a foreign session with
+                its role, never as a candidate, whatever its application_name says
         evict   terminate the holder's session (pg_terminate_backend) after asking; its loop
                 ends the term and the key goes to the next candidate
 
@@ -30,6 +33,11 @@ final class Usage {
         --namespace NS --name NAME   LockKey.named(NS, NAME): SHA-256 of "NS:NAME", 8 bytes
         --group NS --partitions N    a LeaderGroup.partitioned(NS, N): who owns which key
 
+      Trust:
+        --candidate-role ROLE  (who, without --watch) the role the candidates log in as; a
+                               session's name counts only with it. Default: the CLI's own
+                               login role
+
       Flags:
         --json     one JSON object per line
         --watch    (who) stream changes until Ctrl-C; one line per change
@@ -37,7 +45,7 @@ final class Usage {
         --help     this text
 
       Exit codes:
-        0  a leader found, evicted, or a watch stopped
+        0  a holder found (a candidate, or a foreign session), evicted, or a watch stopped
         1  database error (the SQLState is printed)
         2  usage error
         3  nobody holds the key (or none of the group's keys)

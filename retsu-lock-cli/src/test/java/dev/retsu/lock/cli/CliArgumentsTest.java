@@ -71,6 +71,37 @@ class CliArgumentsTest {
   }
 
   @Test
+  void candidateRoleGoesWithWhoWithoutWatchAndNamesARole() throws Exception {
+    refused(
+        "--candidate-role goes with who without --watch",
+        "evict",
+        URL,
+        "--key",
+        "1",
+        "--candidate-role",
+        "app");
+    refused(
+        "--candidate-role goes with who without --watch",
+        URL,
+        "--key",
+        "1",
+        "--watch",
+        "--candidate-role",
+        "app");
+    refused(
+        "--candidate-role must name a role, but was empty",
+        URL,
+        "--key",
+        "1",
+        "--candidate-role",
+        " ");
+    assertThat(Options.parse(new String[] {URL, "--key", "1"}).candidateRole()).isNull();
+    assertThat(
+            Options.parse(new String[] {URL, "--key", "1", "--candidate-role=app"}).candidateRole())
+        .isEqualTo("app");
+  }
+
+  @Test
   void helpPrintsTheUsageAndExitsWithZero() {
     CliRun r = CliRun.plain();
     assertThat(r.run("--help")).isEqualTo(Cli.OK);

@@ -10,10 +10,13 @@ import dev.retsu.lock.LockKey;
 import dev.retsu.lock.Term;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
@@ -381,5 +384,67 @@ class CliIntegrationTest {
                 assertThat(l).contains("\"cause\":\"READ\"").contains("\"candidate\":\"member-1\""))
         .anySatisfy(l -> assertThat(l).contains("\"partition\":0,"))
         .anySatisfy(l -> assertThat(l).contains("\"partition\":2,"));
+  }
+
+  @Test
+  void whoShowsAKeyHeldByAnotherRoleAsAForeignSessionWhateverItsName(TestDatabase db)
+      throws Exception {
+    String mallory = "mallory_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
+    db.execute("CREATE ROLE " + mallory + " LOGIN PASSWORD 'mallory-pw' NOSUPERUSER");
+    open.add(0, () -> db.execute("DROP ROLE " + mallory));
+    String ns = "grp" + KEYS.incrementAndGet();
+    LockKey key = LockKey.named(ns, "0");
+    var ds = db.dataSource();
+    ds.setUser(mallory);
+    ds.setPassword("mallory-pw");
+    int pid;
+    try (Connection m = ds.getConnection();
+        PreparedStatement ps =
+            m.prepareStatement(
+                "SELECT pg_catalog.pg_backend_pid(), pg_catalog.set_config('application_name',"
+                    + " 'retsu-lock:node-x#1/761', false), pg_catalog.pg_advisory_lock(?)")) {
+      ps.setLong(1, key.value());
+      try (var rs = ps.executeQuery()) {
+        rs.next();
+        pid = rs.getInt(1);
+      }
+
+      CliRun text = withPassword(db);
+      assertThat(text.run(args(db, "who", "--namespace", ns, "--name", "0")))
+          .as(text.err())
+          .isEqualTo(Cli.OK);
+      assertThat(text.out())
+          .contains(
+              "leader       none: a foreign session holds the key (role "
+                  + mallory
+                  + ", not the candidates' role: the CLI's own login role")
+          .contains("pid          " + pid)
+          .contains("token        - (a foreign session's name counts for nothing)")
+          .doesNotContain("token        1/761");
+
+      CliRun json = withPassword(db);
+      assertThat(json.run(args(db, "who", "--namespace", ns, "--name", "0", "--json")))
+          .isEqualTo(Cli.OK);
+      assertThat(json.out())
+          .contains("\"leader\":{\"candidate\":null,\"pid\":" + pid)
+          .contains("\"token\":null")
+          .contains("\"foreign\":true")
+          .contains("\"user\":\"" + mallory + "\"");
+
+      CliRun group = withPassword(db);
+      assertThat(group.run(args(db, "who", "--group", ns, "--partitions", "2"))).isEqualTo(Cli.OK);
+      assertThat(group.out())
+          .contains("group " + ns + ": 2 keys, 0 held by 0 candidates, 1 held by foreign sessions")
+          .containsPattern("(?m)^0 +" + key.value() + " +" + pid + " +- +foreign session \\(role ")
+          .doesNotContain("node-x");
+
+      // Told that the candidates log in as that role, the CLI reads the name as theirs.
+      CliRun named = withPassword(db);
+      assertThat(
+              named.run(
+                  args(db, "who", "--namespace", ns, "--name", "0", "--candidate-role", mallory)))
+          .isEqualTo(Cli.OK);
+      assertThat(named.out()).contains("leader       node-x").contains("token        1/761");
+    }
   }
 }

@@ -4,6 +4,7 @@ import dev.retsu.lock.AdvisoryLockException;
 import dev.retsu.lock.LeaderInfo;
 import dev.retsu.lock.LockHolder;
 import dev.retsu.lock.LockKey;
+import dev.retsu.lock.internal.Diagnostics;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -15,9 +16,18 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
 import javax.sql.DataSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
-/** Who holds a key right now, read on a connection borrowed for this one query. Stateless. */
+/**
+ * Who holds a key right now, read on a connection borrowed for this one query. A holder's session
+ * names a candidate and a token only when it is of the candidates' role ({@link
+ * SessionSql#candidateRole}); any other holder is foreign, whatever its name says, and is logged at
+ * WARN. Stateless.
+ */
 public final class Holders {
+
+  private static final Logger LOG = LoggerFactory.getLogger(Holders.class);
 
   /** The candidate a failed read names: a reader is none. */
   public static final String READER = "none (a read)";
@@ -25,7 +35,8 @@ public final class Holders {
   private Holders() {}
 
   /**
-   * Reads the leaders of keys on {@code conn}, one statement.
+   * Reads the leaders of keys on {@code conn}, one statement; the candidates' role is the
+   * connection's own login role.
    *
    * @param conn a connection in autocommit
    * @param keys the keys
@@ -34,18 +45,37 @@ public final class Holders {
    */
   public static Map<LockKey, LeaderInfo> leaders(Connection conn, List<LockKey> keys)
       throws SQLException {
+    return leaders(conn, keys, null);
+  }
+
+  /**
+   * Reads the leaders of keys on {@code conn}, one statement.
+   *
+   * @param conn a connection in autocommit
+   * @param keys the keys
+   * @param role the candidates' role, or null for the connection's own login role
+   * @return the leader of each key that is held
+   * @throws SQLException when the query fails
+   */
+  public static Map<LockKey, LeaderInfo> leaders(Connection conn, List<LockKey> keys, String role)
+      throws SQLException {
     Map<LockKey, LeaderInfo> out = new HashMap<>();
     if (keys.isEmpty()) {
       return out;
     }
-    try (PreparedStatement ps = conn.prepareStatement(SessionSql.holders())) {
+    try (PreparedStatement ps = conn.prepareStatement(SessionSql.holders(role))) {
       KeySql.bindArrays(conn, ps, 1, keys);
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
           LockKey key = KeySql.fromPgLocks(rs.getLong(1), rs.getLong(2), rs.getInt(3));
           if (key != null) {
-            out.put(
-                key, info(key, rs.getInt(4), rs.getString(5), rs.getTimestamp(6), rs.getString(7)));
+            int pid = rs.getInt(4);
+            String name = rs.getString(5);
+            boolean foreign = rs.getBoolean(8);
+            if (foreign) {
+              warnForeign(key, READER, pid, rs.getString(9), name, role);
+            }
+            out.put(key, info(key, pid, name, rs.getTimestamp(6), rs.getString(7), foreign));
           }
         }
       }
@@ -53,10 +83,30 @@ public final class Holders {
     return out;
   }
 
-  /** A holder as SQL shows it. */
+  private static void warnForeign(
+      LockKey key, String candidate, int pid, String user, String applicationName, String role) {
+    LOG.warn(
+        "{} The key is held by a foreign session: backend pid {}, role {}, application_name {};"
+            + " it is not of the candidates' role ({}), so it is no candidate's term whatever its"
+            + " name says, and no candidate can lead until it lets go (pg_terminate_backend({})"
+            + " evicts it; revoking the role's CONNECT keeps it out)",
+        Diagnostics.context(key, candidate),
+        pid,
+        user,
+        applicationName,
+        role == null ? "the reader's own login role" : role,
+        pid);
+  }
+
+  /** A holder as SQL shows it: a foreign one names no candidate and no token. */
   static LeaderInfo info(
-      LockKey key, int pid, String applicationName, Timestamp stateChange, String database) {
-    Optional<Notices.Name> name = Notices.parseName(applicationName);
+      LockKey key,
+      int pid,
+      String applicationName,
+      Timestamp stateChange,
+      String database,
+      boolean foreign) {
+    Optional<Notices.Name> name = foreign ? Optional.empty() : Notices.parseName(applicationName);
     return new LeaderInfo(
         key,
         name.map(Notices.Name::candidateId).orElse(""),
@@ -66,7 +116,8 @@ public final class Holders {
         OptionalLong.empty(),
         Optional.empty(),
         Optional.ofNullable(stateChange).map(Timestamp::toInstant),
-        Optional.empty());
+        Optional.empty(),
+        foreign);
   }
 
   /**
@@ -74,12 +125,13 @@ public final class Holders {
    *
    * @param dataSource where to ask
    * @param key the key
+   * @param role the candidates' role, or null for the connection's own login role
    * @return the leader, or empty
    * @throws AdvisoryLockException if the query fails (the SQLException is the cause)
    */
-  public static Optional<LeaderInfo> leader(DataSource dataSource, LockKey key) {
+  public static Optional<LeaderInfo> leader(DataSource dataSource, LockKey key, String role) {
     try (Connection conn = dataSource.getConnection()) {
-      return Optional.ofNullable(leaders(conn, List.of(key)).get(key));
+      return Optional.ofNullable(leaders(conn, List.of(key), role).get(key));
     } catch (SQLException e) {
       throw new AdvisoryLockException(
           "Cannot read the leader (SQLState " + e.getSQLState() + ")", key, READER, e);
@@ -87,7 +139,7 @@ public final class Holders {
   }
 
   /**
-   * Reads the holder of the spec's key.
+   * Reads the holder of the spec's key; the candidates' role is the data source's login role.
    *
    * @param spec where and which key
    * @return the holder, or empty if nobody holds it
@@ -104,6 +156,16 @@ public final class Holders {
             return Optional.empty();
           }
           Timestamp since = rs.getTimestamp(5);
+          boolean foreign = rs.getBoolean(7);
+          if (foreign) {
+            warnForeign(
+                spec.key(),
+                spec.candidateId(),
+                rs.getInt(1),
+                rs.getString(3),
+                rs.getString(2),
+                null);
+          }
           return Optional.of(
               new LockHolder(
                   rs.getInt(1),
@@ -111,7 +173,8 @@ public final class Holders {
                   rs.getString(3),
                   Optional.ofNullable(rs.getString(4)),
                   Optional.ofNullable(since).map(Timestamp::toInstant),
-                  rs.getString(6)));
+                  rs.getString(6),
+                  foreign));
         }
       } finally {
         conn.setNetworkTimeout(SessionTerminator.DIRECT, previous);

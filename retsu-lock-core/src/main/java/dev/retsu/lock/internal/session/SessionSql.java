@@ -41,13 +41,19 @@ public final class SessionSql {
       ", pg_catalog.host(pg_catalog.inet_client_addr()), pg_catalog.inet_client_port(),"
           + " pg_catalog.host(pg_catalog.inet_server_addr()), pg_catalog.inet_server_port()";
 
-  /** The pid of a preferred candidate's session blocked by this one, or 0 (an int expression). */
+  /**
+   * The pid of a preferred candidate's session blocked by this one, or 0 (an int expression). A
+   * session counts only when it is of the candidates' role, this session's own ({@link
+   * #candidateRole}): any role can name itself preferred, and any role can queue on the key.
+   */
   private static final String PREFERRED_WAITING =
       "coalesce((SELECT a.pid FROM pg_catalog.pg_stat_activity a WHERE"
           + " pg_catalog.starts_with(a.application_name, '"
           + Notices.PREFERRED_PREFIX
-          + "') AND a.datname = pg_catalog.current_database() AND pg_catalog.pg_backend_pid() ="
-          + " ANY (pg_catalog.pg_blocking_pids(a.pid)) LIMIT 1), 0)";
+          + "') AND a.datname = pg_catalog.current_database() AND "
+          + candidateRole("a", null)
+          + " AND pg_catalog.pg_backend_pid() = ANY (pg_catalog.pg_blocking_pids(a.pid)) LIMIT 1),"
+          + " 0)";
 
   private SessionSql() {}
 
@@ -354,9 +360,10 @@ public final class SessionSql {
   /**
    * Whether a preferred candidate's WAIT standby waits for a lock this session holds: the pid of
    * one such session, or 0. It looks at {@code pg_stat_activity} for sessions named {@code
-   * retsu-lock-preferred:*} in this database (visible to every role) and asks {@code
-   * pg_blocking_pids} only of those, so with no preferred candidate waiting it never touches the
-   * lock manager, and its cost does not grow with the lock table.
+   * retsu-lock-preferred:*} in this database (visible to every role) that are of this session's own
+   * login role (any role can name itself preferred: a name alone counts for nothing) and asks
+   * {@code pg_blocking_pids} only of those, so with no preferred candidate waiting it never touches
+   * the lock manager, and its cost does not grow with the lock table.
    *
    * @param c the leader's session
    * @return the pid, or 0
@@ -370,14 +377,25 @@ public final class SessionSql {
     }
   }
 
+  /** {@link #holders(String)} for the asking session's own role. */
+  public static String holders() {
+    return holders(null);
+  }
+
   /**
    * Who holds each of many keys, one {@code pg_locks} read: classid, objid, objsubid (as {@code
-   * pg_locks} shows the key), pid, application_name, state_change, database. Binds: the four key
-   * arrays.
+   * pg_locks} shows the key), pid, application_name, state_change, database, foreign (the holder's
+   * session is not of the candidates' role, {@link #candidateRole}: its name counts for nothing),
+   * its login role's name. Binds: the four key arrays.
+   *
+   * @param role the candidates' role, or null for the asking session's own
+   * @return the statement
    */
-  public static String holders() {
+  public static String holders(String role) {
     return "SELECT l.classid::int8, l.objid::int8, l.objsubid::int4, l.pid, a.application_name,"
-        + " a.state_change, pg_catalog.current_database() FROM pg_catalog.pg_locks l LEFT JOIN"
+        + " a.state_change, pg_catalog.current_database(), NOT "
+        + candidateRole("a", role)
+        + ", a.usename FROM pg_catalog.pg_locks l LEFT JOIN"
         + " pg_catalog.pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND"
         + " l.granted AND l.mode = 'ExclusiveLock' AND l.database = "
         + THIS_DATABASE
@@ -398,13 +416,25 @@ public final class SessionSql {
         + " ANY (?::int4[])";
   }
 
-  /**
-   * Who holds a key: pid, application_name, usename, client address, backend start, database.
-   * Binds: key locks.
-   */
+  /** {@link #currentHolder(LockKey, String)} for the asking session's own role. */
   public static String currentHolder(LockKey key) {
+    return currentHolder(key, null);
+  }
+
+  /**
+   * Who holds a key: pid, application_name, usename, client address, backend start, database,
+   * foreign (the holder's session is not of the candidates' role, {@link #candidateRole}). Binds:
+   * key locks.
+   *
+   * @param key the key
+   * @param role the candidates' role, or null for the asking session's own
+   * @return the statement
+   */
+  public static String currentHolder(LockKey key, String role) {
     return "SELECT l.pid, a.application_name, a.usename, pg_catalog.host(a.client_addr),"
-        + " a.backend_start, pg_catalog.current_database() FROM pg_catalog.pg_locks l LEFT JOIN"
+        + " a.backend_start, pg_catalog.current_database(), NOT "
+        + candidateRole("a", role)
+        + " FROM pg_catalog.pg_locks l LEFT JOIN"
         + " pg_catalog.pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND"
         + " l.granted AND l.mode = 'ExclusiveLock' AND l.database = "
         + THIS_DATABASE
