@@ -153,7 +153,8 @@ final class WatchedKeys {
         info.term(),
         Optional.of(now()),
         info.lastRenewal(),
-        info.validUntil());
+        info.validUntil(),
+        info.foreign());
   }
 
   /** The cause of a change a read found: the notice's that asked for it, when it fits. */
