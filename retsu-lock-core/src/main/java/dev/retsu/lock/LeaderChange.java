@@ -21,9 +21,16 @@ public record LeaderChange(LockKey key, Optional<LeaderInfo> leader, Cause cause
      * again after it was lost (a server restart), so changes meanwhile may have been missed.
      */
     READ,
-    /** A leader's {@code acquired} notice: a new term, within milliseconds of its start. */
+    /**
+     * A new term, within milliseconds of its start: a leader's {@code acquired} notice made the
+     * watch read the key from {@code pg_locks}, and the read showed it (a notice alone is never
+     * taken for a fact: any role can send one).
+     */
     ACQUIRED,
-    /** A leader's {@code released} notice: a graceful end, just before the release. */
+    /**
+     * A graceful end, just before the release: a {@code released} notice that the server shows came
+     * from the leader's own session (or a read that such a notice prompted showed nobody).
+     */
     RELEASED,
     /**
      * The watch's bounded check found the leader's session gone (a crash, a terminated session, a

@@ -21,9 +21,9 @@ import javax.sql.DataSource;
  * <ul>
  *   <li>{@link LeaderLoop#leaderInfo()} and {@link LeaderGroup#leaderInfo(LockKey)}: the
  *       candidate's own term, everything present;
- *   <li>{@link LeaderWatch}: what a watcher in any process learned from a leader's {@code acquired}
- *       notice (candidate, pid, token; {@code acquiredAt} is when the watch received it) or from a
- *       read of {@code pg_locks} when it started or reconnected;
+ *   <li>{@link LeaderWatch}: what a watcher in any process read from {@code pg_locks} when it
+ *       started or reconnected, or when a leader's {@code acquired} notice prompted a read (then
+ *       {@code acquiredAt} is when the watch saw it);
  *   <li>{@link #of(DataSource, LockKey)}: one query from any process, any role (and {@link
  *       #of(DataSource, Collection)} for many keys in one query).
  * </ul>
@@ -54,7 +54,8 @@ import javax.sql.DataSource;
  *     AdvisoryLockLease}, or a session that is not a candidate's)
  * @param term the leader's own term number; only from the leader itself
  * @param acquiredAt when the term started: the leader's clock for its own term, the watch's clock
- *     when an {@code acquired} notice arrived; empty from SQL (PostgreSQL records no grant time)
+ *     when it read a term an {@code acquired} notice announced; empty from SQL (PostgreSQL records
+ *     no grant time)
  * @param lastRenewal the start of the last round trip that proved the leader's session alive (its
  *     own term), or its session's {@code state_change} (SQL, privileged); else empty
  * @param validUntil the self-fencing deadline: the leader stops acting by then unless its session
