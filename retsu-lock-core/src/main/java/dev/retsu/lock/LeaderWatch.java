@@ -83,7 +83,7 @@ public final class LeaderWatch implements AutoCloseable {
             Checks.MAX_DURATION,
             Checks.MAX_DURATION,
             TimeSource.SYSTEM);
-    this.watcher = new Watcher(spec, b.checkInterval, b.reconnectInterval);
+    this.watcher = new Watcher(spec, b.checkInterval, b.reconnectInterval, b.candidateRole);
   }
 
   /**
@@ -173,6 +173,7 @@ public final class LeaderWatch implements AutoCloseable {
     private Duration checkInterval = DEFAULT_CHECK_INTERVAL;
     private Duration reconnectInterval = DEFAULT_RECONNECT_INTERVAL;
     private Duration roundTripTimeout = AdvisoryLock.DEFAULT_ROUND_TRIP_TIMEOUT;
+    private String candidateRole;
 
     private Builder(DataSource dataSource) {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -228,6 +229,21 @@ public final class LeaderWatch implements AutoCloseable {
      */
     public Builder roundTripTimeout(Duration timeout) {
       this.roundTripTimeout = Checks.positive("roundTripTimeout", timeout);
+      return this;
+    }
+
+    /**
+     * Sets the candidates' role: the role the watched keys' candidates log in as. A key held by a
+     * session of any other role is delivered as a {@linkplain LeaderInfo#foreign() foreign} holder,
+     * never as a candidate's term, whatever its {@code application_name} says. Defaults to the role
+     * the watch's own session logs in as: set it when the watch runs under another role than the
+     * candidates (an operator's, a monitoring role).
+     *
+     * @param role a role name: 1 to 63 bytes, no backslash or NUL
+     * @return this builder
+     */
+    public Builder candidateRole(String role) {
+      this.candidateRole = FencingSql.checkRole(role);
       return this;
     }
 

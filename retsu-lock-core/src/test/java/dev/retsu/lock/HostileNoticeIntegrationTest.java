@@ -46,11 +46,15 @@ class HostileNoticeIntegrationTest {
 
   /** A fresh role with LOGIN and nothing else, and a session of it. */
   private Connection mallory(TestDatabase db) throws SQLException {
+    return track(malloryDataSource(db).getConnection());
+  }
+
+  private static PGSimpleDataSource malloryDataSource(TestDatabase db) throws SQLException {
     String role = "mallory_" + ProcessHandle.current().pid() + "_" + ROLES.incrementAndGet();
     db.execute("CREATE ROLE " + role + " LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE");
     PGSimpleDataSource ds = db.dataSource();
     ds.setUser(role);
-    return track(ds.getConnection());
+    return ds;
   }
 
   private static int pid(Connection c) throws SQLException {
@@ -179,5 +183,41 @@ class HostileNoticeIntegrationTest {
     assertThat(Duration.between(second.start(), b.acquiredAt.get(0))).isGreaterThanOrEqualTo(delay);
     assertThat(TermEvents.between(terminated, b.first("CHECK", terminated)))
         .isGreaterThanOrEqualTo(delay);
+  }
+
+  @Test
+  void aWatchShowsAKeyAnotherRoleHoldsAsForeignAndReadsForTheCandidatesRoleWhenTold(TestDatabase db)
+      throws Exception {
+    PGSimpleDataSource asMallory = malloryDataSource(db);
+    LockKey held = TestKeys.next();
+    Connection m = track(asMallory.getConnection());
+    run(m, "SELECT pg_catalog.set_config('application_name', ?, false)", "retsu-lock:watch-a#1/1");
+    try (PreparedStatement ps = m.prepareStatement("SELECT pg_catalog.pg_advisory_lock(?)")) {
+      ps.setLong(1, held.value());
+      ps.execute();
+    }
+    LeaderWatch w = track(LeaderWatch.open(db.dataSource()));
+    w.watch(held, change -> {});
+    await().atMost(WITHIN).until(() -> w.leader(held).isPresent());
+    LeaderInfo foreign = w.leader(held).orElseThrow();
+    assertThat(foreign.foreign()).isTrue();
+    assertThat(foreign.candidateId()).isEmpty();
+    assertThat(foreign.token()).isEmpty();
+
+    // A watch under another role (an operator's) names the candidates' role and sees their terms.
+    LockKey key = TestKeys.next();
+    TermEvents a = new TermEvents("watch-a");
+    LeaderLoop la = loop(db, key, "watch-a", a);
+    la.start(a.task());
+    await().atMost(WITHIN).until(la::isLeader);
+    LeaderWatch own = track(LeaderWatch.open(asMallory));
+    own.watch(key, change -> {});
+    await().atMost(WITHIN).until(() -> own.leader(key).isPresent());
+    assertThat(own.leader(key).orElseThrow().foreign()).isTrue();
+    LeaderWatch told = track(LeaderWatch.builder(asMallory).candidateRole(db.user()).open());
+    told.watch(key, change -> {});
+    await().atMost(WITHIN).until(() -> told.leader(key).isPresent());
+    assertThat(told.leader(key).orElseThrow().candidateId()).isEqualTo("watch-a");
+    assertThat(told.leader(key).orElseThrow().foreign()).isFalse();
   }
 }

@@ -361,7 +361,11 @@ final class Cli {
     for (int p = 0; p < o.keys().size(); p++) {
       partition.put(o.keys().get(p), p);
     }
-    try (LeaderWatch watch = LeaderWatch.builder(ds).name("cli").open()) {
+    LeaderWatch.Builder b = LeaderWatch.builder(ds).name("cli");
+    if (o.candidateRole() != null) {
+      b.candidateRole(o.candidateRole());
+    }
+    try (LeaderWatch watch = b.open()) {
       for (LockKey k : o.keys()) {
         // the listener only queues: it runs on the watch's thread, which every key shares
         watch.watch(k, changes::add);

@@ -217,10 +217,10 @@ record Options(
     }
     String candidateRole = values.get("--candidate-role");
     if (candidateRole != null) {
-      if (command.equals("evict") || watch) {
+      if (command.equals("evict")) {
         throw new UsageException(
-            "--candidate-role goes with who without --watch (a watch and evict judge by the CLI's"
-                + " own login role)");
+            "--candidate-role goes with who, not evict (evict terminates whichever session holds"
+                + " the key)");
       }
       if (candidateRole.isBlank()) {
         throw new UsageException("--candidate-role must name a role, but was empty");

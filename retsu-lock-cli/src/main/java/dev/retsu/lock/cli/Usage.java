@@ -34,7 +34,7 @@ final class Usage {
         --group NS --partitions N    a LeaderGroup.partitioned(NS, N): who owns which key
 
       Trust:
-        --candidate-role ROLE  (who, without --watch) the role the candidates log in as; a
+        --candidate-role ROLE  (who, also with --watch) the role the candidates log in as; a
                                session's name counts only with it. Default: the CLI's own
                                login role
 

@@ -71,23 +71,19 @@ class CliArgumentsTest {
   }
 
   @Test
-  void candidateRoleGoesWithWhoWithoutWatchAndNamesARole() throws Exception {
+  void candidateRoleGoesWithWhoAndNamesARole() throws Exception {
     refused(
-        "--candidate-role goes with who without --watch",
+        "--candidate-role goes with who, not evict",
         "evict",
         URL,
         "--key",
         "1",
         "--candidate-role",
         "app");
-    refused(
-        "--candidate-role goes with who without --watch",
-        URL,
-        "--key",
-        "1",
-        "--watch",
-        "--candidate-role",
-        "app");
+    assertThat(
+            Options.parse(new String[] {URL, "--key", "1", "--watch", "--candidate-role", "app"})
+                .candidateRole())
+        .isEqualTo("app");
     refused(
         "--candidate-role must name a role, but was empty",
         URL,

@@ -66,6 +66,7 @@ public final class Watcher implements Runnable {
   private final AtomicBoolean closed = new AtomicBoolean();
   private final ConcurrentLinkedQueue<Runnable> requests = new ConcurrentLinkedQueue<>();
   private final WatchedKeys keys;
+  private final String candidateRole;
   private volatile Session session;
   private volatile Thread thread;
   private volatile boolean connected;
@@ -76,9 +77,15 @@ public final class Watcher implements Runnable {
    * @param spec how its session is opened
    * @param checkInterval between two looks for leaders that ended without a notice
    * @param reconnectInterval the wait before a lost session is opened again
+   * @param candidateRole the candidates' role, or null for the watch session's own
    */
-  public Watcher(SessionOpener.Spec spec, Duration checkInterval, Duration reconnectInterval) {
+  public Watcher(
+      SessionOpener.Spec spec,
+      Duration checkInterval,
+      Duration reconnectInterval,
+      String candidateRole) {
     this.spec = spec;
+    this.candidateRole = candidateRole;
     this.checkInterval = checkInterval;
     this.reconnectInterval = reconnectInterval;
     this.time = spec.time();
@@ -222,7 +229,7 @@ public final class Watcher implements Runnable {
 
   /** Reads the leaders of keys from {@code pg_locks}, once. */
   private void read(Session s, List<LockKey> read) throws SQLException {
-    Map<LockKey, LeaderInfo> found = s.call(c -> Holders.leaders(c, read));
+    Map<LockKey, LeaderInfo> found = s.call(c -> Holders.leaders(c, read, candidateRole));
     List<PgSession.Note> pending = s.call(c -> PgSession.notes(c, 0));
     keys.read(read, found);
     if (pending != null) {
