@@ -347,4 +347,75 @@ class HandOverIntegrationTest {
         .until(() -> c.lines().stream().noneMatch(l -> l.contains("Dropped a notification")));
     assertThat(c.lines()).noneMatch(l -> l.contains("Dropped a notification"));
   }
+
+  /** A loop whose onLost of a yield blocks until {@code release} counts down. */
+  private LeaderLoop blockingOnYield(
+      TestDatabase db, LockKey key, String id, java.util.concurrent.CountDownLatch release) {
+    return track(
+        TestLoops.fast(LeaderLoop.builder(db.dataSource(), key))
+            .candidateId(id)
+            .takeover(TakeoverMode.WAIT)
+            .closeTimeout(Duration.ofSeconds(8))
+            .listener(
+                new LeaderListener() {
+                  @Override
+                  public void onLost(Term term, LossReason reason, Throwable cause) {
+                    if (reason == LossReason.YIELDED) {
+                      try {
+                        release.await();
+                      } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                      }
+                    }
+                  }
+                })
+            .build());
+  }
+
+  @Test
+  void aYieldKeepsTheLockWhileOnLostRunsPastTheSelfFenceAndIdleBounds(TestDatabase db)
+      throws Exception {
+    LockKey key = TestKeys.next();
+    java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+    LeaderLoop la = blockingOnYield(db, key, "slow-lost-a", release);
+    la.start(ctx -> {});
+    await().atMost(WITHIN).until(la::isLeader);
+    int pid = la.currentTerm().orElseThrow().backendPid();
+    TermEvents b = new TermEvents("slow-lost-b");
+    LeaderLoop lb = loop(db, key, b, TakeoverMode.WAIT);
+    lb.start(b.task());
+    await().atMost(WITHIN).until(() -> db.clientSessions("retsu-lock:slow-lost-b") == 1);
+    Thread yielding = new Thread(() -> la.yield(Duration.ZERO), "test-yield");
+    yielding.start();
+    // Past self-fencing (2 s) and the session's idle bound (4 s): the old session still holds it.
+    await()
+        .during(TestLoops.IDLE_SESSION.plusSeconds(1))
+        .atMost(WITHIN)
+        .until(() -> db.advisoryKeyHolders(key.value()).equals(List.of(pid)) && !lb.isLeader());
+    release.countDown();
+    await().atMost(WITHIN).until(lb::isLeader);
+    yielding.join(10_000);
+  }
+
+  @Test
+  void aYieldWhoseOnLostHangsReleasesTheLockAfterCloseTimeout(TestDatabase db) throws Exception {
+    LockKey key = TestKeys.next();
+    java.util.concurrent.CountDownLatch never = new java.util.concurrent.CountDownLatch(1);
+    LeaderLoop la = blockingOnYield(db, key, "hung-lost-a", never);
+    la.start(ctx -> {});
+    await().atMost(WITHIN).until(la::isLeader);
+    TermEvents b = new TermEvents("hung-lost-b");
+    LeaderLoop lb = loop(db, key, b, TakeoverMode.WAIT);
+    lb.start(b.task());
+    await().atMost(WITHIN).until(() -> db.clientSessions("retsu-lock:hung-lost-b") == 1);
+    long yielded = System.nanoTime();
+    Thread yielding = new Thread(() -> la.yield(Duration.ZERO), "test-yield");
+    yielding.start();
+    await().atMost(WITHIN).until(lb::isLeader);
+    assertThat(Duration.ofNanos(System.nanoTime() - yielded))
+        .isGreaterThanOrEqualTo(Duration.ofSeconds(8))
+        .isLessThan(Duration.ofSeconds(20));
+    never.countDown();
+    yielding.join(10_000);
+  }
 }

@@ -82,7 +82,8 @@ public final class SessionWatchdog implements Runnable {
     while (!stopped) {
       long next = Long.MAX_VALUE;
       for (SessionWorker w : watched) {
-        if (w.ended() && w.running == null) {
+        if (w.ended() && w.running == null && w.done.getCount() == 0) {
+          // Finished: not before, so that a listener's onLost before the release is still watched.
           watched.remove(w);
         } else {
           next = Math.min(next, check(w));
@@ -107,6 +108,10 @@ public final class SessionWatchdog implements Runnable {
     }
     long now = time.nanoTime();
     long next = proofs.fence().deadline();
+    LossReason ending = w.endReason();
+    if (w.telling != null && (ending == null || w.policy.unlocks(ending))) {
+      return whileTelling(w, now);
+    }
     TermState t = w.running;
     long deadline = w.taskDeadline;
     if (t == null || deadline == Long.MAX_VALUE) {
@@ -133,6 +138,46 @@ public final class SessionWatchdog implements Runnable {
     }
     next = Math.min(next, Math.max(proofs.nextHeartbeat(), now + MIN_PARK_NANOS));
     return Math.min(next, now - deadline < 0 ? deadline : deadline + closeTimeout);
+  }
+
+  /**
+   * A term ended on purpose (a close, a yield, a hand-over, a group's yield or rebalance) and its
+   * session still holds the key, and a listener is in its {@code onLost} before the release: a
+   * framework awaiting work that ignored its interrupt. The session is kept proven, so the lock
+   * stays held (no self-fence, no idle bound of the server) until the listener returns, for at most
+   * {@code closeTimeout}, the bound of a close; then the session is aborted under the listener,
+   * with an ERROR, so a listener that hangs cannot hold the key forever.
+   */
+  private long whileTelling(SessionWorker w, long now) {
+    Proofs proofs = w.session.proofs();
+    long closeTimeout = w.options.closeTimeout().toNanos();
+    long since = w.tellingSince;
+    if (now - since - closeTimeout >= 0) {
+      w.abortIfAListenerHangs();
+      return Long.MAX_VALUE;
+    }
+    if (now - proofs.nextHeartbeat() >= 0 || proofs.ownershipDue()) {
+      proveWhileListening(w);
+      now = time.nanoTime();
+    }
+    long next = Math.min(proofs.fence().deadline(), since + closeTimeout);
+    return Math.min(next, Math.max(proofs.nextHeartbeat(), now + MIN_PARK_NANOS));
+  }
+
+  /**
+   * A heartbeat while a listener is in {@code onLost}; skipped if another thread uses the session.
+   */
+  private static void proveWhileListening(SessionWorker w) {
+    if (!w.session.tryLockIo()) {
+      return;
+    }
+    try {
+      if (w.session.isOpen() && w.session.canProveNow()) {
+        w.prove();
+      }
+    } finally {
+      w.session.unlockIo();
+    }
   }
 
   /** A heartbeat while the refresh works outside the database; skipped if it uses the session. */

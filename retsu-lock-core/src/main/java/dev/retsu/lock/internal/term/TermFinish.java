@@ -77,8 +77,14 @@ abstract class TermFinish {
   /** Terms told of their end whose keys the session's graceful end releases (notified then). */
   private final List<TermState> releasedAtEnd = new java.util.concurrent.CopyOnWriteArrayList<>();
 
+  /** Wakes the session's watchdog, so that it reads its duties again. */
+  abstract void watchdogWake();
+
   /** The thread telling listeners of a term's end right now, or null. */
   volatile Thread telling;
+
+  /** When {@link #telling} began (monotonic); meaningful while it is set. */
+  volatile long tellingSince;
 
   /**
    * What a worker is made of, passed down its layers once.
@@ -293,7 +299,9 @@ abstract class TermFinish {
 
   /** {@code onLost} for one term, with this thread recorded as the one telling. */
   private void tell(TermState t) {
+    tellingSince = options.time().nanoTime();
     telling = Thread.currentThread();
+    watchdogWake(); // it keeps the session proven while a listener waits before the release
     try {
       listeners.lost(t);
     } finally {

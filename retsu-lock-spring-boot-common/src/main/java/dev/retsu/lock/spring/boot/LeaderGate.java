@@ -7,7 +7,6 @@ import dev.retsu.lock.LossReason;
 import dev.retsu.lock.Term;
 import java.time.Duration;
 import java.util.Set;
-import java.util.function.BooleanSupplier;
 import org.aopalliance.intercept.MethodInvocation;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -23,26 +22,20 @@ final class LeaderGate {
 
   private static final Logger LOG = LoggerFactory.getLogger(LeaderGate.class);
 
-  /** How often a wait for work looks whether a stop came meanwhile: 50 ms. */
-  private static final Duration SLICE = Duration.ofMillis(50);
-
   private final Object owner;
   private final String name;
   private final Duration closeTimeout;
-  private final BooleanSupplier stopping;
   private volatile TermWork work;
 
   /**
    * @param owner whose {@link LeaderDataSource} finds the bound term
    * @param name for logs: {@code leader=x} or {@code group=g, key=k}
-   * @param closeTimeout how long a stop waits for running work; how often a yield's wait is logged
-   * @param stopping whether the owner is being stopped (the application shuts down)
+   * @param closeTimeout how long an end waits for running work before the lock goes anyway
    */
-  LeaderGate(Object owner, String name, Duration closeTimeout, BooleanSupplier stopping) {
+  LeaderGate(Object owner, String name, Duration closeTimeout) {
     this.owner = owner;
     this.name = name;
     this.closeTimeout = closeTimeout;
-    this.stopping = stopping;
   }
 
   /** A term started (core's {@code onAcquired}): work may start once it is bound. */
@@ -127,11 +120,10 @@ final class LeaderGate {
    * lock): nothing new starts and running work is interrupted. When the lock is still this term's
    * to release ({@code CLOSED}, {@code YIELDED}, {@code REFRESH_FAILED}: a stop, a yield, a
    * hand-over to a preferred candidate, a group's yield or rebalance) the work is awaited first,
-   * since the release lets a successor start. A stop of the leader or group waits up to {@code
-   * closeTimeout}, then logs at ERROR and lets the lock go (the application is shutting down); any
-   * other voluntary end keeps the lock until the work has ended, logging at WARN, with the threads'
-   * names, every {@code closeTimeout} it waits (or until a stop comes). Other reasons do not wait:
-   * the lock may be gone already, or (self-fencing) must be released at once.
+   * since the release lets a successor start: up to {@code closeTimeout}, the bound of every
+   * voluntary end (core keeps the session proven meanwhile, so the lock stays held), then an ERROR
+   * names the threads and the lock goes. Other reasons do not wait: the lock may be gone already,
+   * or (self-fencing) must be released at once.
    *
    * @return whether the gate had this term
    */
@@ -159,39 +151,15 @@ final class LeaderGate {
   }
 
   private void awaitWork(TermWork w, LossReason reason) {
-    long started = System.nanoTime();
-    boolean stop = stopping.getAsBoolean();
-    long stopSeen = started;
-    Duration nextWarning = closeTimeout;
-    for (Set<Thread> still = w.awaitOthers(SLICE); !still.isEmpty(); still = w.awaitOthers(SLICE)) {
-      long now = System.nanoTime();
-      if (!stop && stopping.getAsBoolean()) {
-        stop = true;
-        stopSeen = now;
-      }
-      if (stop) {
-        if (now - stopSeen >= closeTimeout.toNanos()) {
-          LOG.error(
-              "[{}] @LeaderOnly work on thread(s) {} ignored the interrupt for close-timeout {} of"
-                  + " a stop (the term ended: {}); releasing the lock anyway: make it stop when"
-                  + " interrupted",
-              name,
-              names(still),
-              closeTimeout,
-              reason);
-          return;
-        }
-      } else if (now - started >= nextWarning.toNanos()) {
-        LOG.warn(
-            "[{}] @LeaderOnly work on thread(s) {} still runs {} after the term ended ({}); thread"
-                + " {} keeps the lock until it ends: make it stop when interrupted",
-            name,
-            names(still),
-            nextWarning,
-            reason,
-            Thread.currentThread().getName());
-        nextWarning = nextWarning.plus(closeTimeout);
-      }
+    Set<Thread> still = w.awaitOthers(closeTimeout);
+    if (!still.isEmpty()) {
+      LOG.error(
+          "[{}] @LeaderOnly work on thread(s) {} ignored the interrupt for close-timeout {} after"
+              + " the term ended ({}); releasing the lock anyway: make it stop when interrupted",
+          name,
+          names(still),
+          closeTimeout,
+          reason);
     }
   }
 

@@ -97,12 +97,7 @@ public final class RetsuLeader implements SmartLifecycle {
     this.taskBean = taskBean;
     this.events = events;
     this.jobs = jobs;
-    this.gate =
-        new LeaderGate(
-            this,
-            "leader=" + name,
-            settings.getCloseTimeout(),
-            () -> state == Phase.STOPPING || state == Phase.STOPPED);
+    this.gate = new LeaderGate(this, "leader=" + name, settings.getCloseTimeout());
     this.dataSource =
         new LeaderDataSource(
             this,
@@ -253,10 +248,10 @@ public final class RetsuLeader implements SmartLifecycle {
   /**
    * Hands leadership over ({@link LeaderLoop#yield(Duration)}): when this instance leads, its work
    * stops, the lock is released in the graceful order, and it does not contend again for {@code
-   * cooldown}; it stays a candidate. The release waits for the {@code @LeaderOnly} work to end,
-   * also past {@code close-timeout} (logged at WARN), since a successor may start at once; this
-   * call returns after {@code close-timeout} at most. Called from the leader's own work, it does
-   * not wait for itself: that thread acts no more once it yields.
+   * cooldown}; it stays a candidate. The release waits for the {@code @LeaderOnly} work to end, up
+   * to {@code close-timeout} (then an ERROR, and the lock goes), since a successor may start at
+   * once; this call returns after {@code close-timeout} at most. Called from the leader's own work,
+   * it does not wait for itself: that thread acts no more once it yields.
    *
    * @param cooldown how long not to contend: zero or positive
    * @return true if this call ended a term; false when this instance does not lead

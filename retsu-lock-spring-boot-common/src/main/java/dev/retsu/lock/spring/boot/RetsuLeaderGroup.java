@@ -96,10 +96,7 @@ public final class RetsuLeaderGroup implements SmartLifecycle {
       gates.put(
           e.getKey(),
           new LeaderGate(
-              this,
-              "group=" + name + ", key=" + e.getValue(),
-              settings.getCloseTimeout(),
-              () -> stopped));
+              this, "group=" + name + ", key=" + e.getValue(), settings.getCloseTimeout()));
     }
     this.dataSource =
         new LeaderDataSource(
@@ -321,8 +318,8 @@ public final class RetsuLeaderGroup implements SmartLifecycle {
   /**
    * Hands one key over ({@link LeaderGroup#yield(LockKey, Duration)}): its work stops, it is
    * released in the graceful order, and this member does not take it again for {@code cooldown}.
-   * The release waits for the key's {@code @LeaderOnly} work to end, also past {@code
-   * close-timeout} (logged at WARN); so does a rebalance's.
+   * The release waits for the key's {@code @LeaderOnly} work to end, up to {@code close-timeout};
+   * so does a rebalance's.
    *
    * @param keyName the key's name ({@code keys}) or partition number
    * @param cooldown how long not to take it again: zero or positive

@@ -33,7 +33,8 @@ import org.springframework.scheduling.annotation.Scheduled;
 /**
  * Every voluntary end of a term that is not a stop (a yield, a hand-over to a preferred candidate,
  * a group's yield of one key) releases the lock only once the {@code @LeaderOnly} work has ended,
- * even work that ignores its interrupt and outlives {@code close-timeout}: two application contexts
+ * even work that ignores its interrupt, up to {@code close-timeout}, and past the server's idle
+ * bound and the client's self-fencing deadline (the session stays proven): two application contexts
  * in one JVM contend on the real PostgreSQL, the leader's step is held until the test lets it go,
  * and no step of the successor starts before the old one has ended.
  */
@@ -42,8 +43,8 @@ public abstract class AbstractVoluntaryEndIntegrationTest {
 
   private static final AtomicLong KEYS = new AtomicLong(9_500_000);
 
-  /** Longer than {@code close-timeout} (1 s), shorter than the server's idle bound (11 s). */
-  private static final Duration HELD = Duration.ofMillis(2500);
+  /** Shorter than {@code close-timeout} (6 s), longer than the leaders' self-fencing (2 s). */
+  private static final Duration HELD = Duration.ofMillis(3500);
 
   /** The line under test. */
   protected final TestedBootLine line;
@@ -160,8 +161,8 @@ public abstract class AbstractVoluntaryEndIntegrationTest {
   }
 
   /**
-   * While the old leader's step is held past {@code close-timeout}, the successor neither holds the
-   * lock nor runs a step; then the step is let go.
+   * While the old leader's step is held (within {@code close-timeout}), the successor neither holds
+   * the lock nor runs a step; then the step is let go.
    */
   private static void heldThenReleased(
       Steps steps, java.util.concurrent.Callable<Boolean> successorLeads, String successor) {
@@ -206,7 +207,9 @@ public abstract class AbstractVoluntaryEndIntegrationTest {
             "retsu.lock.leaders.job.preferred=" + preferred,
             "retsu.lock.leaders.job.retry-interval=100ms",
             "retsu.lock.leaders.job.refresh-interval=100ms",
-            "retsu.lock.leaders.job.close-timeout=1s");
+            "retsu.lock.leaders.job.heartbeat-interval=500ms",
+            "retsu.lock.leaders.job.self-fence-after=2s",
+            "retsu.lock.leaders.job.close-timeout=6s");
   }
 
   private ApplicationContextRunner member(String id, String group, Steps steps) {
@@ -217,7 +220,10 @@ public abstract class AbstractVoluntaryEndIntegrationTest {
             "retsu.lock.groups.parts.sessions=1",
             "retsu.lock.groups.parts.refresh-interval=100ms",
             "retsu.lock.groups.parts.membership-interval=200ms",
-            "retsu.lock.groups.parts.close-timeout=1s");
+            "retsu.lock.groups.parts.heartbeat-interval=500ms",
+            "retsu.lock.groups.parts.self-fence-after=2s",
+            "retsu.lock.groups.parts.refresh-timeout=1s",
+            "retsu.lock.groups.parts.close-timeout=6s");
   }
 
   private static RetsuLeader leader(AssertableApplicationContext context) {
