@@ -86,6 +86,31 @@ class TermEndTest {
     assertThat(heard.kinds()).containsExactly("attempt", "acquired", "lost");
   }
 
+  /**
+   * A session already past its self-fencing deadline when its term would be announced (a WAIT grant
+   * whose answer was held up on its way until the server may have ended the session, or a pause
+   * after the grant): nobody hears of that term and no work runs on it; its session ends and the
+   * next grant leads as usual.
+   */
+  @Test
+  void aTermWhoseSessionIsPastItsDeadlineAtTheGrantIsNeverAnnouncedAndRunsNoWork()
+      throws Exception {
+    LeaderLoopBuilder b = StubLoops.builder(time);
+    StubSession stale = StubLoops.session(b, log, 7);
+    time.advance(b.settings().term().selfFenceAfter().plusMillis(1));
+    LeaderLoop loop = StubLoops.loop(StubLoops.builder(time).listener(heard), log, stale);
+    List<Integer> workedOn = new CopyOnWriteArrayList<>();
+    CompletableFuture<Void> run = loop.start(ctx -> workedOn.add(ctx.term().backendPid()));
+    await().atMost(WITHIN).until(() -> !workedOn.isEmpty());
+    loop.close();
+    run.get(10, TimeUnit.SECONDS);
+
+    assertThat(stale.isOpen()).isFalse();
+    assertThat(heard.acquired()).extracting(Term::backendPid).isNotEmpty().doesNotContain(7);
+    assertThat(workedOn).doesNotContain(7);
+    assertThat(heard.lossReasons()).containsExactly(LossReason.CLOSED);
+  }
+
   @Test
   void aSessionLostDuringTheTaskEndsTheTermInTheSameOrderAndExitKeepsTheSqlState()
       throws Exception {

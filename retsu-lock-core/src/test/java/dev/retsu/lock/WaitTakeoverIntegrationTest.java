@@ -458,7 +458,10 @@ class WaitTakeoverIntegrationTest {
                 .listener(lw)
                 .build());
     waiter.start(ctx -> {});
-    await().atMost(WITHIN).until(() -> db.clientSessions("retsu-lock:orph-waiter") == 1);
+    // In its wait on the server, not merely connected: a blackhole that caught the session still
+    // arming (its name is visible from the startup packet) would leave no wait to be granted, and
+    // every new session of the waiter would be blackholed too.
+    await().atMost(WITHIN).until(() -> db.waitingForAdvisoryLocks("retsu-lock:orph-waiter") == 1);
     int waiterPid =
         db.queryInts(
                 "SELECT pid FROM pg_stat_activity WHERE application_name = 'retsu-lock:orph-waiter'")

@@ -354,9 +354,27 @@ public final class LockWaiter implements AutoCloseable {
           spec.candidateId(),
           new InterruptedException());
     }
-    session.held(List.of(spec.key()));
-    // The granting statement read this backend's pid and took the key: an ownership proof.
+    // The granting statement read this backend's pid and took the key: an ownership proof, whose
+    // liveness runs from when the server took the token, not from when its answer arrived.
     session.proofs().owned(w.proofStart(), false);
+    if (session.proofs().fence().expired()) {
+      // The answer was held up on its way (a partition that healed, a client paused) past the
+      // self-fencing deadline: the server may have ended the session meanwhile (its
+      // idle_session_timeout runs from the grant, the idle backend's keepalives see nobody) and
+      // granted the key to another candidate. Such a grant starts no term.
+      session.abort(); // never a statement on a link that was silent that long
+      throw new AdvisoryLockException(
+          "The grant arrived "
+              + Duration.ofNanos(spec.time().nanoTime() - w.proofStart())
+              + " after the server took the lock, past the self-fencing deadline "
+              + session.proofs().fence().window()
+              + ": the server may have ended the session and granted the lock to another; the"
+              + " session was ended and no term started",
+          spec.key(),
+          spec.candidateId(),
+          null);
+    }
+    session.held(List.of(spec.key()));
     session.tokenTaken(w.token());
     LOG.debug("{} Lock granted to waiting backend pid {}", spec.context(), pid);
     return Optional.of(session);

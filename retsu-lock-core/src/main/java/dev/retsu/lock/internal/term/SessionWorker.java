@@ -105,8 +105,15 @@ public final class SessionWorker extends TermRefresh {
     return thread;
   }
 
-  /** Delivers {@code onAcquired}, unless the term ended meanwhile. */
+  /**
+   * Delivers {@code onAcquired}, unless the term ended meanwhile or its session is already past its
+   * self-fencing deadline (a grant whose answer arrived late, a pause since): the first refresh
+   * then fences it before any work, and nobody hears of it.
+   */
   public void announce(TermState t) {
+    if (session.proofs().fence().expired()) {
+      return;
+    }
     listeners.acquired(t);
   }
 
