@@ -114,12 +114,18 @@ public final class GroupCore {
   /**
    * Another member yielded the key at position {@code index} and cools down from it until {@code
    * untilNanos}: until then this member takes it even above its quota and does not count it as
-   * surplus, so that a yielded key is not left unowned while the group is balanced.
+   * surplus, so that a yielded key is not left unowned while the group is balanced. A key this
+   * member holds was not the sender's to yield: no window, so a notice cannot keep this member from
+   * counting (and yielding) a key it holds above its share.
+   *
+   * @return false when the notice was ignored (this member holds the key, or no such key)
    */
-  void handOff(int index, long untilNanos) {
-    if (index >= 0 && index < handOffUntil.length()) {
-      handOffUntil.set(index, untilNanos);
+  boolean handOff(int index, long untilNanos) {
+    if (index < 0 || index >= handOffUntil.length() || heldSet().get(index)) {
+      return false;
     }
+    handOffUntil.set(index, untilNanos);
+    return true;
   }
 
   /** The positions of keys handed off by another member and still in their window. */
