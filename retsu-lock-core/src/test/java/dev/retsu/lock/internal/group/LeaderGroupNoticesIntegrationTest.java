@@ -116,9 +116,13 @@ class LeaderGroupNoticesIntegrationTest {
     }
 
     @Override
-    public void close() throws Exception {
+    public void close() throws SQLException {
       timer.shutdownNow();
-      timer.awaitTermination(5, TimeUnit.SECONDS);
+      try {
+        timer.awaitTermination(5, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
       c.close();
     }
   }
