@@ -144,6 +144,40 @@ class LeaderGroupNoticesIntegrationTest {
     joinAndGetTheShare(db, false);
   }
 
+  /**
+   * The same join while a session of the candidates' role that holds the group's watchers key (so
+   * its notices count) claims to have yielded every key: the member holds them all, so none was the
+   * sender's to yield, and no window keeps the member from yielding its surplus.
+   */
+  @Test
+  void aYieldedNoticeSetsNoWindowForAKeyTheReceiverHolds(TestDatabase db) throws Exception {
+    String name = "held-" + TestKeys.nextValue();
+    List<LockKey> keys = keys();
+    Duration membership = Duration.ofMillis(500);
+    LeaderGroup a = start(db, name, keys, "a", membership);
+    await().atMost(WITHIN).until(() -> a.heldCount() == N);
+    Connection member = db.connect();
+    try (PreparedStatement ps =
+        member.prepareStatement("SELECT pg_catalog.pg_advisory_lock_shared(?::int4, ?::int4)")) {
+      ps.setInt(1, new Membership(name).namespace());
+      ps.setInt(2, Membership.SLOTS);
+      ps.execute();
+    }
+    List<String> yielded = new ArrayList<>();
+    for (int i = 0; i < N; i++) {
+      yielded.add("yielded:" + i + ":1000000000");
+    }
+    Forger f = new Forger(member, MemberWatch.channelOf(new Membership(name).namespace()), yielded);
+    opened.add(f);
+    await().atMost(WITHIN).until(() -> f.sent() >= 5L * N);
+
+    LeaderGroup b = start(db, name, keys, "b", membership);
+
+    await("the joiner holds its fair share, 4 of 8")
+        .atMost(WITHIN)
+        .until(() -> b.heldCount() == N / 2 && a.heldCount() == N / 2);
+  }
+
   private void joinAndGetTheShare(TestDatabase db, boolean forged) throws Exception {
     String name = "notices-" + TestKeys.nextValue();
     List<LockKey> keys = keys();
@@ -163,7 +197,9 @@ class LeaderGroupNoticesIntegrationTest {
 
     LeaderGroup b = start(db, name, keys, "b", membership);
 
-    await().atMost(WITHIN).until(() -> b.heldCount() == N / 2 && a.heldCount() == N / 2);
+    await("the joiner holds its fair share, 4 of 8")
+        .atMost(WITHIN)
+        .until(() -> b.heldCount() == N / 2 && a.heldCount() == N / 2);
     assertThat(b.fairShare()).isEqualTo(N / 2);
     if (f != null) {
       long before = f.sent();
@@ -197,7 +233,10 @@ class LeaderGroupNoticesIntegrationTest {
 
       Forger f = forger(db, name, List.of("gone:0", "left:1", "gone:2", "left:3", "joined:4"));
       await().atMost(WITHIN).until(() -> f.sent() >= 20);
-      await().during(Duration.ofSeconds(2)).atMost(WITHIN).until(() -> a.heldCount() == N - 2);
+      await("no round: the member still holds 6 keys while 2 are free")
+          .during(Duration.ofSeconds(2))
+          .atMost(WITHIN)
+          .until(() -> a.heldCount() == N - 2);
 
       // The keys were free all along: the next round takes them.
       await().atMost(Duration.ofSeconds(15)).until(() -> a.heldCount() == N);
