@@ -41,7 +41,7 @@ import org.slf4j.LoggerFactory;
  * (the notices from unknown pids wait for it, a bounded number per pid); a notice from any other
  * pid is ignored and counted, logged at DEBUG at most once per {@link #IGNORED_LOG_GAP}. A {@code
  * yielded} notice sets a hand-off window of at most {@link #MAX_HAND_OFF}, and none for a key this
- * member holds. Thread-safe.
+ * member holds or held until less than a {@code membershipInterval} ago. Thread-safe.
  */
 final class MemberWatch implements Runnable {
 
@@ -410,10 +410,9 @@ final class MemberWatch implements Runnable {
   private void believe(String notice) {
     LOG.debug("{} Notice from the group: {}", spec.context(), notice);
     HandOff h = handOff(notice, core.settings().keys().size());
-    if (h != null
-        && !core.handOff(
-            h.index(), core.settings().term().time().nanoTime() + h.millis() * 1_000_000L)) {
-      LOG.debug("{} Ignored {}: this member holds that key", spec.context(), notice);
+    long now = core.settings().term().time().nanoTime();
+    if (h != null && !core.handOff(h.index(), now, now + h.millis() * 1_000_000L)) {
+      LOG.debug("{} Ignored {}: this member holds or just held that key", spec.context(), notice);
     }
   }
 
