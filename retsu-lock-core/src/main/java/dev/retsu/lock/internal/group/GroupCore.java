@@ -26,6 +26,7 @@ public final class GroupCore {
   private final AtomicLongArray termNumbers;
   private final AtomicLongArray cooldownUntil;
   private final AtomicLongArray handOffUntil;
+  private final AtomicLongArray endedAt;
   private final Map<LockKey, TermState> owned = new ConcurrentHashMap<>();
   private final AtomicBoolean closing = new AtomicBoolean();
   private final AtomicLong rebalances = new AtomicLong();
@@ -48,6 +49,7 @@ public final class GroupCore {
     this.termNumbers = new AtomicLongArray(settings.keys().size());
     this.cooldownUntil = new AtomicLongArray(settings.keys().size());
     this.handOffUntil = new AtomicLongArray(settings.keys().size());
+    this.endedAt = new AtomicLongArray(settings.keys().size());
   }
 
   /** The settings. */
@@ -114,12 +116,27 @@ public final class GroupCore {
   /**
    * Another member yielded the key at position {@code index} and cools down from it until {@code
    * untilNanos}: until then this member takes it even above its quota and does not count it as
-   * surplus, so that a yielded key is not left unowned while the group is balanced.
+   * surplus, so that a yielded key is not left unowned while the group is balanced. A key this
+   * member holds, or held until less than a {@code membershipInterval} ago, was not the sender's to
+   * yield: no window, so a notice can neither keep this member from counting (and yielding) a key
+   * it holds above its share, nor make it take back at once a key it just yielded to a member below
+   * its share (which takes it within that interval).
+   *
+   * @param index the key's position
+   * @param nowNanos now
+   * @param untilNanos the window's end
+   * @return false when the notice was ignored (no such key, or this member held it)
    */
-  void handOff(int index, long untilNanos) {
-    if (index >= 0 && index < handOffUntil.length()) {
-      handOffUntil.set(index, untilNanos);
+  boolean handOff(int index, long nowNanos, long untilNanos) {
+    if (index < 0 || index >= handOffUntil.length() || heldSet().get(index)) {
+      return false;
     }
+    long ended = endedAt.get(index);
+    if (ended != 0 && nowNanos - ended < settings.membershipInterval().toNanos()) {
+      return false;
+    }
+    handOffUntil.set(index, untilNanos);
+    return true;
   }
 
   /** The positions of keys handed off by another member and still in their window. */
@@ -156,6 +173,8 @@ public final class GroupCore {
   }
 
   void termEnded(TermState t) {
+    long now = settings.term().time().nanoTime();
+    endedAt.set(index.get(t.term().key()), now == 0 ? 1 : now);
     if (owned.remove(t.term().key(), t)) {
       losses.incrementAndGet();
     }

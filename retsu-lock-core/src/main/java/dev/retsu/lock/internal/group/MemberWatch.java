@@ -9,7 +9,14 @@ import dev.retsu.lock.internal.term.Wakeup;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
 import org.postgresql.PGNotification;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -24,11 +31,40 @@ import org.slf4j.LoggerFactory;
  * sends nothing) notifies the others ({@code gone}). Each notice, and each departure seen, starts a
  * round of the coordinator at once, so the keys of a member that left or crashed are taken over in
  * milliseconds instead of at the next membership read. Each member watches one other, so the group
- * holds one watch session per member, not one per pair. Thread-safe.
+ * holds one watch session per member, not one per pair.
+ *
+ * <p>Any role that can connect can notify the channel (its name follows from {@code pg_locks}), so
+ * a notice is a hint, believed only from a member: PostgreSQL attaches the notifying backend's pid
+ * to each notification, and a notice counts only when that pid is one of the group's member
+ * sessions ({@link Membership#memberSessions}: a membership slot or the watchers key held, the
+ * candidates' role). A pid not known yet is looked up at most once per {@link #SENDER_READ_GAP}
+ * (the notices from unknown pids wait for it, a bounded number per pid); a notice from any other
+ * pid is ignored and counted, logged at DEBUG at most once per {@link #IGNORED_LOG_GAP}. A {@code
+ * yielded} notice sets a hand-off window of at most {@link #MAX_HAND_OFF}, and none for a key this
+ * member holds or held until less than a {@code membershipInterval} ago. Thread-safe.
  */
 final class MemberWatch implements Runnable {
 
   private static final Logger LOG = LoggerFactory.getLogger(MemberWatch.class);
+
+  /**
+   * The longest hand-off window a {@code yielded} notice sets, whatever cooldown it names: 5
+   * minutes. A member that yields with a longer cooldown is covered for this long; after it, a
+   * member above its share may yield the key again.
+   */
+  static final Duration MAX_HAND_OFF = Duration.ofMinutes(5);
+
+  /** The least time between two reads of the member sessions on behalf of unknown pids: 250 ms. */
+  static final Duration SENDER_READ_GAP = Duration.ofMillis(250);
+
+  /** The least time between two DEBUG lines about ignored notices: 10 seconds. */
+  static final Duration IGNORED_LOG_GAP = Duration.ofSeconds(10);
+
+  /** Unknown pids whose notices wait for the next read of the member sessions, at most. */
+  private static final int MAX_UNKNOWN_SENDERS = 64;
+
+  /** Notices kept per unknown pid until that read, at most. */
+  private static final int MAX_NOTICES_PER_SENDER = 16;
 
   private final GroupCore core;
   private final SessionOpener.Spec spec;
@@ -43,6 +79,17 @@ final class MemberWatch implements Runnable {
   private volatile String pending;
   private final java.util.concurrent.ConcurrentLinkedQueue<String> notices =
       new java.util.concurrent.ConcurrentLinkedQueue<>();
+  // The watch thread's own state: which pids are member sessions, and what waits for a look.
+  private Set<Integer> members = Set.of();
+  private final Map<Integer, List<String>> unknown = new LinkedHashMap<>();
+  private long sendersReadAt;
+  private boolean sendersRead;
+  private volatile boolean sendersStale;
+  private long[] lastSlots;
+  private final AtomicLong ignored = new AtomicLong();
+  private final AtomicLong ignoredLogged = new AtomicLong();
+  private long ignoredLoggedAt;
+  private boolean ignoredLoggedOnce;
 
   MemberWatch(GroupCore core, int namespace, Runnable roundNow) {
     this.core = core;
@@ -60,8 +107,7 @@ final class MemberWatch implements Runnable {
             g.heartbeat(),
             g.selfFenceAfter(),
             g.time());
-    this.channel =
-        "retsu_lock_group_" + HexFormat.of().toHexDigits(namespace); // an identifier, 25 chars
+    this.channel = channelOf(namespace);
     this.intervalMillis = (int) Math.max(1, core.settings().memberWatchInterval().toMillis());
     this.wakeup = new Wakeup(g.time(), core::closing);
   }
@@ -69,6 +115,16 @@ final class MemberWatch implements Runnable {
   private static String applicationName(String candidateId) {
     String name = LeaderWatch.APPLICATION_NAME_PREFIX + candidateId;
     return name.length() > 63 ? name.substring(0, 63) : name; // PostgreSQL keeps 63 bytes
+  }
+
+  /** The channel of the group with membership namespace {@code namespace}: 25 chars. */
+  static String channelOf(int namespace) {
+    return "retsu_lock_group_" + HexFormat.of().toHexDigits(namespace); // an identifier
+  }
+
+  /** Notices from pids that are no member session, since start (tests read it). */
+  long ignoredNotices() {
+    return ignored.get();
   }
 
   /** The channel the group's members notify. */
@@ -88,6 +144,10 @@ final class MemberWatch implements Runnable {
    * watch is the one before this one, round the ring; a new slot of this member is announced.
    */
   void membership(long[] slots, int mine) {
+    if (lastSlots != null && !java.util.Arrays.equals(lastSlots, slots)) {
+      sendersStale = true; // a member came or went: the member sessions are read again
+    }
+    lastSlots = slots;
     int gone = vanished(slots, previous);
     previous = previous(slots, mine);
     if (gone >= 0) {
@@ -220,17 +280,54 @@ final class MemberWatch implements Runnable {
     return null;
   }
 
+  /**
+   * Marks this session as the member's watch session (the watchers key, shared), so the others
+   * believe its notices; true once it holds the key. Refused only while a session holds or queues
+   * for that key in exclusive mode, which no member does: this member's notices are then ignored by
+   * the others, and they see its changes at their membership reads.
+   */
+  private boolean mark(Session s, boolean warned) throws SQLException {
+    boolean held = s.call(c -> core.membership().markWatcher(c));
+    if (!held && !warned) {
+      LOG.warn(
+          "{} Another session holds or waits for the group's watchers key (ns {}, {}) in exclusive"
+              + " mode, so the other members ignore this member's notices; they see its changes at"
+              + " their membership reads",
+          spec.context(),
+          core.membership().namespace(),
+          Membership.SLOTS);
+    }
+    return held;
+  }
+
   private void watch(Session s) throws SQLException {
+    int own = s.id().pid();
+    boolean marked = mark(s, false);
+    long markedTriedAt = core.settings().term().time().nanoTime();
+    members = Set.of();
+    sendersRead = false;
+    unknown.clear();
     while (!core.closing() && s.isOpen()) {
+      long now = core.settings().term().time().nanoTime();
+      if (!marked && now - markedTriedAt >= core.settings().membershipInterval().toNanos()) {
+        marked = mark(s, true);
+        markedTriedAt = now;
+        if (marked) {
+          LOG.info("{} Holds the group's watchers key now: its notices count", spec.context());
+        }
+      }
       PGNotification[] notes = s.call(c -> PgSession.await(c, intervalMillis));
       if (notes == null) {
         wakeup.await(intervalMillis * 1_000_000L, () -> false); // no pgjdbc: looks only
-      } else if (notes.length > 0) {
-        LOG.debug("{} Notice from the group: {}", spec.context(), notes[0].getParameter());
+      } else {
+        boolean round = false;
         for (PGNotification n : notes) {
-          handOff(n.getParameter());
+          round |= heard(n.getPID(), n.getParameter(), own);
         }
-        roundNow.run();
+        round |= lookAtUnknownSenders(s);
+        if (round) {
+          roundNow.run();
+        }
       }
       String notice;
       while ((notice = notices.poll()) != null) {
@@ -252,18 +349,125 @@ final class MemberWatch implements Runnable {
     }
   }
 
-  /** A {@code yielded:<index>:<cooldownMillis>} notice of another member: a hand-off window. */
-  private void handOff(String notice) {
-    if (notice == null || !notice.startsWith("yielded:")) {
-      return;
+  /**
+   * One notice as received: believed at once from this session or a known member session, kept for
+   * the next look at the member sessions from any other pid.
+   *
+   * @return true when it was believed: a round is due
+   */
+  private boolean heard(int pid, String notice, int own) {
+    if (pid == own || members.contains(pid)) {
+      believe(notice);
+      return true;
     }
-    String[] f = notice.split(":");
+    List<String> kept = unknown.get(pid);
+    if (kept == null && unknown.size() < MAX_UNKNOWN_SENDERS) {
+      kept = new ArrayList<>();
+      unknown.put(pid, kept);
+    }
+    if (kept != null && kept.size() < MAX_NOTICES_PER_SENDER) {
+      kept.add(notice);
+      return false;
+    }
+    ignore(pid, notice);
+    return false;
+  }
+
+  /**
+   * Reads the member sessions when notices from unknown pids wait, or a membership read saw a
+   * change, and the last read is at least {@link #SENDER_READ_GAP} old; then believes the waiting
+   * notices of members and ignores the rest.
+   *
+   * @return true when a notice was believed: a round is due
+   */
+  private boolean lookAtUnknownSenders(Session s) throws SQLException {
+    long now = core.settings().term().time().nanoTime();
+    if ((unknown.isEmpty() && !sendersStale)
+        || (sendersRead && now - sendersReadAt < SENDER_READ_GAP.toNanos())) {
+      return false;
+    }
+    sendersStale = false;
+    members = s.call(c -> core.membership().memberSessions(c));
+    sendersRead = true;
+    sendersReadAt = now;
+    boolean round = false;
+    for (Map.Entry<Integer, List<String>> e : unknown.entrySet()) {
+      boolean member = members.contains(e.getKey());
+      for (String notice : e.getValue()) {
+        if (member) {
+          believe(notice);
+          round = true;
+        } else {
+          ignore(e.getKey(), notice);
+        }
+      }
+    }
+    unknown.clear();
+    return round;
+  }
+
+  /** A notice of a member session: a hint to look now, and a {@code yielded} sets a window. */
+  private void believe(String notice) {
+    LOG.debug("{} Notice from the group: {}", spec.context(), notice);
+    HandOff h = handOff(notice, core.settings().keys().size());
+    long now = core.settings().term().time().nanoTime();
+    if (h != null && !core.handOff(h.index(), now, now + h.millis() * 1_000_000L)) {
+      LOG.debug("{} Ignored {}: this member holds or just held that key", spec.context(), notice);
+    }
+  }
+
+  /** A notice from a pid that is no member session: counted, logged at a bounded rate. */
+  private void ignore(int pid, String notice) {
+    long n = ignored.incrementAndGet();
+    long now = core.settings().term().time().nanoTime();
+    if (!ignoredLoggedOnce || now - ignoredLoggedAt >= IGNORED_LOG_GAP.toNanos()) {
+      ignoredLoggedOnce = true;
+      ignoredLoggedAt = now;
+      long since = n - ignoredLogged.getAndSet(n);
+      LOG.debug(
+          "{} Ignored {} notice(s) on the group's channel from sessions that are no member of the"
+              + " group (the last from pid {}: {})",
+          spec.context(),
+          since,
+          pid,
+          notice.length() > 64 ? notice.substring(0, 64) + "..." : notice);
+    }
+  }
+
+  /**
+   * What a {@code yielded:<index>:<cooldownMillis>} notice asks.
+   *
+   * @param index the key's position
+   * @param millis the hand-off window, at most {@link #MAX_HAND_OFF}
+   */
+  record HandOff(int index, long millis) {}
+
+  /**
+   * The hand-off window a notice asks for: null unless it is {@code yielded:<index>:<millis>} with
+   * an index among {@code keys} and a cooldown of zero or more, which is capped at {@link
+   * #MAX_HAND_OFF}.
+   *
+   * @param notice the payload
+   * @param keys the group's key count
+   * @return the window, or null
+   */
+  static HandOff handOff(String notice, int keys) {
+    if (notice == null || !notice.startsWith("yielded:")) {
+      return null;
+    }
+    String[] f = notice.split(":", -1);
+    if (f.length != 3) {
+      return null;
+    }
     try {
-      core.handOff(
-          Integer.parseInt(f[1]),
-          core.settings().term().time().nanoTime() + Long.parseLong(f[2]) * 1_000_000L);
-    } catch (RuntimeException e) {
-      LOG.debug("{} Ignored the notice {}: {}", spec.context(), notice, e.toString());
+      int index = Integer.parseInt(f[1]);
+      long millis = Long.parseLong(f[2]);
+      if (index < 0 || index >= keys || millis < 0) {
+        return null;
+      }
+      return new HandOff(index, Math.min(millis, MAX_HAND_OFF.toMillis()));
+    } catch (NumberFormatException e) {
+      return null;
     }
   }
 

@@ -2,6 +2,7 @@ package dev.retsu.lock.internal.group;
 
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.internal.session.Session;
+import dev.retsu.lock.internal.session.SessionSql;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.security.GeneralSecurityException;
@@ -11,13 +12,18 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.util.HashSet;
+import java.util.Set;
 
 /**
  * A group's membership, without a table: each member holds one advisory lock {@code (ns, slot)} in
  * the group's namespace ({@code ns} the first 4 bytes of SHA-256("retsu-lock-group:" + name),
  * big-endian) on its first session, one of {@value #SLOTS} slots. Reading the membership probes
  * each slot in shared mode (a free slot is taken and given back at once, a held one refuses), so
- * its cost does not grow with the number of locks on the server. Stateless, thread-safe.
+ * its cost does not grow with the number of locks on the server. Each member's watch session also
+ * holds the group's watchers key {@code (ns, }{@value #SLOTS}{@code )} in shared mode, so the
+ * sessions that may speak for the group on its channel are known from {@code pg_locks}, which only
+ * the server writes (see {@link #memberSessions}). Stateless, thread-safe.
  */
 public final class Membership {
 
@@ -47,6 +53,59 @@ public final class Membership {
   /** The group's namespace: the first part of its membership slots' keys. */
   int namespace() {
     return namespace;
+  }
+
+  /**
+   * Marks the calling session as a watch session of the group: a shared-mode try on the watchers
+   * key {@code (ns, }{@value #SLOTS}{@code )}, which every member's watch session holds at once. It
+   * fails only while another session holds or waits for that key in exclusive mode.
+   *
+   * @param c the watch session's connection
+   * @return true when the session holds the key now
+   * @throws SQLException when the statement failed
+   */
+  boolean markWatcher(Connection c) throws SQLException {
+    try (PreparedStatement ps =
+        c.prepareStatement("SELECT pg_catalog.pg_try_advisory_lock_shared(?::int4, ?::int4)")) {
+      ps.setInt(1, namespace);
+      ps.setInt(2, SLOTS);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getBoolean(1);
+      }
+    }
+  }
+
+  /**
+   * The backend pids of the group's member sessions, read from {@code pg_locks} (written by the
+   * server): sessions that hold a membership slot or the watchers key in this database, and log in
+   * as the candidates' role (the asking session's own). A session of any other role is not a member
+   * whatever it holds or names itself. One {@code pg_locks} read: the watch runs it only when a
+   * notice came from a pid it does not know, at a bounded rate.
+   *
+   * @param c the watch session's connection
+   * @return the pids
+   * @throws SQLException when the statement failed
+   */
+  Set<Integer> memberSessions(Connection c) throws SQLException {
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "SELECT DISTINCT l.pid FROM pg_catalog.pg_locks l JOIN pg_catalog.pg_stat_activity a"
+                + " ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2"
+                + " AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname ="
+                + " pg_catalog.current_database()) AND l.classid = ?::int4::oid"
+                + " AND l.objid::int8 <= ?::int8 AND "
+                + SessionSql.candidateRole("a", null))) {
+      ps.setInt(1, namespace);
+      ps.setLong(2, SLOTS);
+      try (ResultSet rs = ps.executeQuery()) {
+        Set<Integer> out = new HashSet<>();
+        while (rs.next()) {
+          out.add(rs.getInt(1));
+        }
+        return out;
+      }
+    }
   }
 
   /** The key that stands for the group in messages: {@code (ns, 0)}. */

@@ -28,4 +28,24 @@ class MemberWatchTest {
     assertThat(MemberWatch.vanished(new long[] {3, 17, 200}, 17)).isEqualTo(-1);
     assertThat(MemberWatch.vanished(new long[] {3, 17}, -1)).isEqualTo(-1);
   }
+
+  @Test
+  void aYieldedNoticeSetsAWindowOfAtMostTheDocumentedBound() {
+    assertThat(MemberWatch.handOff("yielded:3:30000", 8))
+        .isEqualTo(new MemberWatch.HandOff(3, 30_000));
+    assertThat(MemberWatch.handOff("yielded:0:1000000000", 8))
+        .isEqualTo(new MemberWatch.HandOff(0, MemberWatch.MAX_HAND_OFF.toMillis()));
+    assertThat(MemberWatch.MAX_HAND_OFF).isEqualTo(java.time.Duration.ofMinutes(5));
+  }
+
+  @Test
+  void aYieldedNoticeForNoKeyOfTheGroupOrWithABadCooldownSetsNoWindow() {
+    assertThat(MemberWatch.handOff("yielded:8:1000", 8)).isNull();
+    assertThat(MemberWatch.handOff("yielded:-1:1000", 8)).isNull();
+    assertThat(MemberWatch.handOff("yielded:1:-5", 8)).isNull();
+    assertThat(MemberWatch.handOff("yielded:1:x", 8)).isNull();
+    assertThat(MemberWatch.handOff("yielded:1:5:6", 8)).isNull();
+    assertThat(MemberWatch.handOff("gone:1", 8)).isNull();
+    assertThat(MemberWatch.handOff(null, 8)).isNull();
+  }
 }
