@@ -12,8 +12,12 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.util.Arrays;
 import java.util.HashSet;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicReference;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A group's membership, without a table: each member holds one advisory lock {@code (ns, slot)} in
@@ -23,7 +27,8 @@ import java.util.Set;
  * its cost does not grow with the number of locks on the server. Each member's watch session also
  * holds the group's watchers key {@code (ns, }{@value #SLOTS}{@code )} in shared mode, so the
  * sessions that may speak for the group on its channel are known from {@code pg_locks}, which only
- * the server writes (see {@link #memberSessions}). Stateless, thread-safe.
+ * the server writes (see {@link #memberSessions}). A slot counts as a member only while a session
+ * of the candidates' role holds it. Thread-safe.
  */
 public final class Membership {
 
@@ -31,6 +36,8 @@ public final class Membership {
   public static final int SLOTS = 256;
 
   private static final SecureRandom RANDOM = new SecureRandom();
+
+  private static final Logger LOG = LoggerFactory.getLogger(Membership.class);
 
   private final int namespace;
 
@@ -197,6 +204,68 @@ public final class Membership {
     for (int i = 0; i < slots.length; i++) {
       out[i] = slots[i];
     }
-    return out;
+    Verified last = verified.get();
+    if (last != null && last.own == own && Arrays.equals(last.held, out)) {
+      return last.members.clone();
+    }
+    long[] members =
+        out.length == 0 || (out.length == 1 && out[0] == own) ? out : members(s, out, own);
+    verified.set(new Verified(own, out, members));
+    return members.clone();
+  }
+
+  /** The last slots seen held, and those of them held by the candidates' role. */
+  private record Verified(int own, long[] held, long[] members) {}
+
+  private final AtomicReference<Verified> verified = new AtomicReference<>();
+
+  /**
+   * Of the slots seen held, those held by a session of the candidates' role (and the own one): a
+   * session of any other role can lock a slot too (DESIGN invariant 9), and counting it as a member
+   * would shrink every member's share. One {@code pg_locks} read, only when the held slots changed
+   * since the last read.
+   */
+  private long[] members(Session s, long[] held, int own) throws SQLException {
+    Long[] slots =
+        s.call(
+            c -> {
+              try (PreparedStatement ps =
+                  c.prepareStatement(
+                      "SELECT coalesce(pg_catalog.array_agg(DISTINCT l.objid::int8), '{}') FROM"
+                          + " pg_catalog.pg_locks l JOIN pg_catalog.pg_stat_activity a ON a.pid ="
+                          + " l.pid WHERE l.locktype = 'advisory' AND l.granted AND l.mode ="
+                          + " 'ExclusiveLock' AND l.objsubid = 2 AND l.classid = ?::int8::oid AND"
+                          + " l.objid::int8 = ANY (?::int8[]) AND l.database = (SELECT d.oid FROM"
+                          + " pg_catalog.pg_database d WHERE d.datname ="
+                          + " pg_catalog.current_database()) AND "
+                          + SessionSql.candidateRole("a", null))) {
+                ps.setLong(1, Integer.toUnsignedLong(namespace));
+                Long[] boxed = new Long[held.length];
+                for (int i = 0; i < held.length; i++) {
+                  boxed[i] = held[i];
+                }
+                ps.setArray(2, c.createArrayOf("int8", boxed));
+                try (ResultSet rs = ps.executeQuery()) {
+                  rs.next();
+                  return (Long[]) rs.getArray(1).getArray();
+                }
+              }
+            });
+    Set<Long> trusted = new HashSet<>(Arrays.asList(slots));
+    long[] out = new long[held.length];
+    int n = 0;
+    for (long slot : held) {
+      if (slot == own || trusted.contains(slot)) {
+        out[n++] = slot;
+      }
+    }
+    if (n < held.length) {
+      LOG.warn(
+          "Group namespace {}: {} membership slot(s) held by sessions outside the candidates' role;"
+              + " not counted as members",
+          namespace,
+          held.length - n);
+    }
+    return Arrays.copyOf(out, n);
   }
 }

@@ -249,4 +249,36 @@ class LeaderGroupNoticesIntegrationTest {
       ps.execute();
     }
   }
+
+  /**
+   * A session of another role locks membership slots of the group: they are not counted as members,
+   * so the one real member keeps all its keys instead of yielding a share to nobody.
+   */
+  @Test
+  void slotsAnotherRoleLocksAreNoMembers(TestDatabase db) throws Exception {
+    String name = "foreign-slots-" + TestKeys.nextValue();
+    List<LockKey> keys = keys();
+    String role = "mallory_" + Long.toHexString(TestKeys.nextValue()) + "_" + System.nanoTime();
+    db.execute("CREATE ROLE " + role + " LOGIN NOSUPERUSER");
+    opened.add(() -> db.execute("DROP ROLE IF EXISTS " + role));
+    PGSimpleDataSource ds = db.dataSource();
+    ds.setUser(role);
+    Connection m = ds.getConnection();
+    opened.add(m);
+    int ns = new Membership(name).namespace();
+    for (int slot = 0; slot < 3; slot++) {
+      try (PreparedStatement ps =
+          m.prepareStatement("SELECT pg_catalog.pg_advisory_lock(?::int4, ?::int4)")) {
+        ps.setInt(1, ns);
+        ps.setInt(2, slot * 50 + 7);
+        ps.execute();
+      }
+    }
+    LeaderGroup g = start(db, name, keys, "only", Duration.ofMillis(200));
+    await().atMost(WITHIN).until(() -> g.heldCount() == N);
+    await()
+        .during(Duration.ofSeconds(1))
+        .atMost(WITHIN)
+        .until(() -> g.members() == 1 && g.heldCount() == N);
+  }
 }
