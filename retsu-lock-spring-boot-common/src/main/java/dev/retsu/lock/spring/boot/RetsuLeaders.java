@@ -109,7 +109,15 @@ public final class RetsuLeaders implements DisposableBean, SmartInitializingSing
       Candidacy candidacy;
       if (p.getTestMode() == TestMode.OFF) {
         requireDataSource(prefix, dataSource);
-        LeaderLoop loop = build(prefix, dataSource, key, candidate, p, properties.isPreferred());
+        LeaderLoop loop =
+            build(
+                prefix,
+                dataSource,
+                key,
+                candidate,
+                p,
+                properties.isPreferred(),
+                changes == null ? null : changes.watch());
         candidate = loop.candidateId();
         candidacy = new LoopCandidacy(name, loop);
         metrics.ifPresent(m -> unbind.add(m.bindLoop(name, loop)));
@@ -259,7 +267,8 @@ public final class RetsuLeaders implements DisposableBean, SmartInitializingSing
       LockKey key,
       String candidate,
       RetsuLockProperties.Leader p,
-      boolean preferredByDefault) {
+      boolean preferredByDefault,
+      LeaderWatch watch) {
     LeaderLoopBuilder b = LeaderLoop.builder(dataSource, key);
     try {
       if (candidate != null) {
@@ -286,6 +295,9 @@ public final class RetsuLeaders implements DisposableBean, SmartInitializingSing
           .preferred(p.getPreferred() != null ? p.getPreferred() : preferredByDefault);
       if (p.getTakeoverDelay() != null) {
         b.takeoverDelay(p.getTakeoverDelay());
+      }
+      if (watch != null) {
+        b.leaderWatch(watch); // its listeners (LeaderMetrics' foreign-holder gauge) hear changes
       }
       return b.build();
     } catch (RuntimeException e) {

@@ -8,6 +8,8 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.retsu.lock.LeaderInfo;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -34,8 +36,9 @@ import org.springframework.context.ApplicationListener;
  * A session of a hostile role (it can log in and nothing else) holds a leader's key under the
  * application's own candidate name, on each Boot line with a real PostgreSQL: health, the {@code
  * leaders} endpoint and {@link LeaderChangedEvent} show a foreign holder as exactly that, never as
- * this instance or any candidate's term; health stays UP; once it lets go, the candidate leads and
- * is shown as itself again.
+ * this instance or any candidate's term; health stays UP; the leader's {@code
+ * retsu.lock.holder.foreign} gauge is 1 with the watch (NaN without); once it lets go, the
+ * candidate leads and is shown as itself again.
  */
 @ExtendWith(PostgresExtension.class)
 public abstract class AbstractForeignHolderIntegrationTest {
@@ -80,9 +83,11 @@ public abstract class AbstractForeignHolderIntegrationTest {
     List<Class<?>> all = new ArrayList<>(line.autoConfigurations());
     all.add(RetsuLockAutoConfiguration.class);
     all.add(RetsuLockEndpointAutoConfiguration.class);
+    all.add(RetsuLockMetricsAutoConfiguration.class);
     return new ApplicationContextRunner()
         .withConfiguration(AutoConfigurations.of(all.toArray(Class<?>[]::new)))
         .withBean(DataSource.class, () -> ds)
+        .withBean(MeterRegistry.class, SimpleMeterRegistry::new)
         .withBean(Changes.class, Changes::new)
         .withPropertyValues(
             "management.endpoints.web.exposure.include=leaders",
@@ -126,10 +131,11 @@ public abstract class AbstractForeignHolderIntegrationTest {
                     .containsEntry("candidate", "")
                     .containsEntry("source", "watch")
                     .doesNotContainKeys("token", "term");
-                // The endpoint shows the same.
+                // The endpoint shows the same, and so does the gauge (the loop hears the watch).
                 assertThat(endpointHolder(c))
                     .containsEntry("foreign", true)
                     .containsEntry("self", false);
+                await().atMost(WITHIN).until(() -> foreignGauge(c) == 1.0);
 
                 // It lets go: the candidate leads and is shown as itself, not foreign.
                 mallory.unlock(key);
@@ -149,6 +155,7 @@ public abstract class AbstractForeignHolderIntegrationTest {
                     .containsEntry("foreign", false)
                     .containsEntry("self", true)
                     .containsEntry("source", "own-term");
+                await().atMost(WITHIN).until(() -> foreignGauge(c) == 0.0);
               });
     }
   }
@@ -172,6 +179,7 @@ public abstract class AbstractForeignHolderIntegrationTest {
                     .containsEntry("self", false)
                     .containsEntry("applicationName", "retsu-lock:app#1/1");
                 assertThat(shown.get("candidate")).isNull();
+                assertThat(foreignGauge(c)).as("no watch: not known").isNaN();
               });
     }
   }
@@ -180,6 +188,16 @@ public abstract class AbstractForeignHolderIntegrationTest {
   private Map<String, Object> holder(ApplicationContext context) {
     Map<String, Object> leaders = (Map<String, Object>) line.healthDetails(context).get("leaders");
     return (Map<String, Object>) ((Map<String, Object>) leaders.get("job")).get("holder");
+  }
+
+  /** The leader's {@code retsu.lock.holder.foreign} gauge. */
+  private static double foreignGauge(ApplicationContext context) {
+    return context
+        .getBean(MeterRegistry.class)
+        .get("retsu.lock.holder.foreign")
+        .tag("lock", "job")
+        .gauge()
+        .value();
   }
 
   @SuppressWarnings("unchecked")
