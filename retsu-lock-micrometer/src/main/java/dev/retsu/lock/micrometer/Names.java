@@ -106,6 +106,15 @@ public final class Names {
   public static final String GROUP_SESSIONS = "retsu.lock.group.sessions";
 
   /**
+   * Gauge: keys of the group that the group's leader watch ({@code leaderWatch} on the group's
+   * builder) last reported held by a foreign session, one outside the candidates' role ({@code
+   * dev.retsu.lock.LeaderInfo#foreign()}: no member can lead such a key until it lets go); NaN when
+   * the group has no watch or the watch has reported nothing since the bind. Prometheus: {@code
+   * retsu_lock_group_keys_foreign}.
+   */
+  public static final String GROUP_KEYS_FOREIGN = "retsu.lock.group.keys.foreign";
+
+  /**
    * Function counter: keys this member yielded to rebalance the group. Prometheus: {@code
    * retsu_lock_group_rebalances_total}.
    */

@@ -3,6 +3,7 @@ package dev.retsu.lock.micrometer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.retsu.lock.LeaderGroup;
 import dev.retsu.lock.LeaderLoop;
 import dev.retsu.lock.LeaderWatch;
 import dev.retsu.lock.LockKey;
@@ -27,7 +28,7 @@ import org.postgresql.ds.PGSimpleDataSource;
  * The {@value Names#HOLDER_FOREIGN} gauge on a real PostgreSQL: a session of a hostile role (it can
  * log in and nothing else) holds the key under a candidate's name; the loop's leader watch reports
  * it as foreign and the gauge shows 1; once it lets go and the candidate leads, 0; without a watch,
- * NaN.
+ * NaN. A group's {@value Names#GROUP_KEYS_FOREIGN} counts such keys the same way.
  */
 @ExtendWith(PostgresExtension.class)
 class LeaderMetricsForeignHolderIntegrationTest {
@@ -117,6 +118,40 @@ class LeaderMetricsForeignHolderIntegrationTest {
                         .count()
                     >= 2);
     assertThat(foreign("blind")).isNaN();
+  }
+
+  @Test
+  void aGroupCountsTheKeysItsWatchReportsHeldByAForeignSession(TestDatabase db) throws Exception {
+    LockKey taken = LockKey.of(KEYS.incrementAndGet());
+    LockKey free = LockKey.of(KEYS.incrementAndGet());
+    Foreign mallory = hostileHolder(db, taken, "retsu-lock:member#1/1");
+    LeaderWatch watch = LeaderWatch.open(db.dataSource());
+    closeables.add(watch);
+    LeaderGroup group =
+        LeaderGroup.builder(db.dataSource(), "foreign-group-" + taken.value(), List.of(taken, free))
+            .candidateId("member")
+            .sessions(1)
+            .membershipInterval(Duration.ofMillis(200))
+            .leaderWatch(watch)
+            .build();
+    closeables.add(group);
+    LeaderGroupMetrics metrics = LeaderGroupMetrics.of(group);
+    metrics.bindTo(registry);
+    closeables.add(metrics);
+    assertThat(registry.get(Names.GROUP_KEYS_FOREIGN).gauge().value()).isNaN();
+
+    group.start(ctx -> {});
+    await().atMost(WITHIN).until(() -> group.currentTerm(free).isPresent());
+    await()
+        .atMost(WITHIN)
+        .until(() -> registry.get(Names.GROUP_KEYS_FOREIGN).gauge().value() == 1.0);
+    assertThat(group.currentTerm(taken)).isEmpty();
+
+    mallory.unlock(taken);
+    await().atMost(WITHIN).until(() -> group.currentTerm(taken).isPresent());
+    await()
+        .atMost(WITHIN)
+        .until(() -> registry.get(Names.GROUP_KEYS_FOREIGN).gauge().value() == 0.0);
   }
 
   /**
