@@ -168,7 +168,15 @@ public final class RetsuLeaders implements DisposableBean, SmartInitializingSing
         keyNames.put(
             keys.get(i), p.getPartitions() != null ? Integer.toString(i) : p.getKeys().get(i));
       }
-      LeaderGroup group = buildGroup(prefix, dataSource, name, keys, candidate, p);
+      LeaderGroup group =
+          buildGroup(
+              prefix,
+              dataSource,
+              name,
+              keys,
+              candidate,
+              p,
+              changes == null ? null : changes.watch());
       metrics.ifPresent(m -> unbind.add(m.bindGroup(group, p.getPerKeyMetricsBudget())));
       String taskBean = taskBean(prefix, name, p.getTask(), beans);
       builtGroups.put(
@@ -297,7 +305,7 @@ public final class RetsuLeaders implements DisposableBean, SmartInitializingSing
         b.takeoverDelay(p.getTakeoverDelay());
       }
       if (watch != null) {
-        b.leaderWatch(watch); // its listeners (LeaderMetrics' foreign-holder gauge) hear changes
+        b.leaderWatch(watch); // its listeners (the foreign-holder gauge) hear changes
       }
       return b.build();
     } catch (RuntimeException e) {
@@ -311,11 +319,15 @@ public final class RetsuLeaders implements DisposableBean, SmartInitializingSing
       String name,
       List<LockKey> keys,
       String candidate,
-      RetsuLockProperties.Group p) {
+      RetsuLockProperties.Group p,
+      LeaderWatch watch) {
     try {
       LeaderGroupBuilder b = LeaderGroup.builder(dataSource, name, keys);
       if (candidate != null) {
         b.candidateId(candidate);
+      }
+      if (watch != null) {
+        b.leaderWatch(watch); // its listeners (the group's foreign-keys gauge) hear changes
       }
       return b.sessions(p.getSessions())
           .batchSize(p.getBatchSize())

@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.retsu.lock.LeaderInfo;
+import dev.retsu.lock.LockKey;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -182,6 +183,77 @@ public abstract class AbstractForeignHolderIntegrationTest {
                 assertThat(foreignGauge(c)).as("no watch: not known").isNaN();
               });
     }
+  }
+
+  @Test
+  @SuppressWarnings("unchecked")
+  void aGroupKeyHeldByAForeignSessionIsShownAsForeignAndCounted() throws Exception {
+    String namespace = "foreign-group-" + key();
+    LockKey taken = LockKey.named(namespace, "a");
+    Foreign mallory = hostileHolder(taken.value(), "retsu-lock:app#1/1");
+    try (HikariDataSource pool = pool("foreign-group")) {
+      candidate("app", key(), pool, true)
+          .withPropertyValues(
+              "retsu.lock.groups.g.namespace=" + namespace,
+              "retsu.lock.groups.g.keys=a,b",
+              "retsu.lock.groups.g.sessions=1",
+              "retsu.lock.groups.g.refresh-interval=200ms",
+              "retsu.lock.groups.g.membership-interval=200ms")
+          .run(
+              c -> {
+                assertThat(c).hasNotFailed();
+                RetsuLeaderGroup group = c.getBean(RetsuLeaders.class).group("g");
+                await().atMost(WITHIN).until(() -> group.holds("b"));
+                await().atMost(WITHIN).until(() -> groupHolder(c, "a") != null);
+                assertThat(groupHolder(c, "a"))
+                    .containsEntry("pid", mallory.pid)
+                    .containsEntry("foreign", true)
+                    .containsEntry("self", false)
+                    .containsEntry("candidate", "")
+                    .doesNotContainKeys("token", "term");
+                assertThat(groupHolder(c, "b"))
+                    .containsEntry("foreign", false)
+                    .containsEntry("self", true);
+                assertThat(line.healthStatus(c)).isEqualTo("UP");
+                MeterRegistry registry = c.getBean(MeterRegistry.class);
+                await()
+                    .atMost(WITHIN)
+                    .until(
+                        () ->
+                            registry
+                                    .get("retsu.lock.group.keys.foreign")
+                                    .tag("group", "g")
+                                    .gauge()
+                                    .value()
+                                == 1.0);
+                Changes seen = c.getBean(Changes.class);
+                assertThat(seen.events)
+                    .filteredOn(e -> e.getKeyName().orElse("").equals("a"))
+                    .isNotEmpty()
+                    .allMatch(e -> e.isForeign() && !e.isThisInstance());
+
+                mallory.unlock(taken.value());
+                await().atMost(WITHIN).until(() -> group.holds("a"));
+                await()
+                    .atMost(WITHIN)
+                    .until(
+                        () ->
+                            registry
+                                    .get("retsu.lock.group.keys.foreign")
+                                    .tag("group", "g")
+                                    .gauge()
+                                    .value()
+                                == 0.0);
+              });
+    }
+  }
+
+  @SuppressWarnings("unchecked")
+  private Map<String, Object> groupHolder(ApplicationContext context, String keyName) {
+    Map<String, Object> groups = (Map<String, Object>) line.healthDetails(context).get("groups");
+    Map<String, Object> holders =
+        (Map<String, Object>) ((Map<String, Object>) groups.get("g")).get("holders");
+    return (Map<String, Object>) holders.get(keyName);
   }
 
   @SuppressWarnings("unchecked")
