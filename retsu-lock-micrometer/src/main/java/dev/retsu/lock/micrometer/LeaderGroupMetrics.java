@@ -1,6 +1,8 @@
 package dev.retsu.lock.micrometer;
 
+import dev.retsu.lock.LeaderChange;
 import dev.retsu.lock.LeaderGroup;
+import dev.retsu.lock.LeaderInfo;
 import dev.retsu.lock.LeaderListener;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.LossReason;
@@ -19,6 +21,8 @@ import java.time.Instant;
 import java.util.EnumMap;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * Metrics of one {@link LeaderGroup} member, within a series budget. Build it from the group and
@@ -39,6 +43,7 @@ import java.util.Objects;
  *   <tr><td>{@value Names#GROUP_KEYS}</td><td>gauge</td><td></td></tr>
  *   <tr><td>{@value Names#GROUP_MEMBERS}</td><td>gauge</td><td></td></tr>
  *   <tr><td>{@value Names#GROUP_SESSIONS}</td><td>gauge</td><td></td></tr>
+ *   <tr><td>{@value Names#GROUP_KEYS_FOREIGN}</td><td>gauge, NaN without a watch</td><td></td></tr>
  *   <tr><td>{@value Names#GROUP_REBALANCES}</td><td>function counter</td><td></td></tr>
  *   <tr><td>{@value Names#GROUP_ACQUISITIONS}</td><td>function counter</td><td></td></tr>
  *   <tr><td>{@value Names#GROUP_LOST_TERMS}</td><td>counter</td><td>{@code reason}</td></tr>
@@ -49,8 +54,15 @@ import java.util.Objects;
  * <p><b>Series budget.</b> The per-key gauges ({@value Names#GROUP_KEY_LEADER}, {@value
  * Names#GROUP_KEY_TERM}) are registered only when the group has at most {@link
  * Builder#perKeyBudget(int) perKeyBudget} keys (default {@value #DEFAULT_PER_KEY_BUDGET}): two
- * series per key on every member. Above it the member exports only the fixed series (6 gauges and
+ * series per key on every member. Above it the member exports only the fixed series (7 gauges and
  * counters plus one lost-terms counter per reason), whatever the number of keys.
+ *
+ * <p>{@value Names#GROUP_KEYS_FOREIGN} follows the group's leader watch (a {@link
+ * dev.retsu.lock.LeaderWatch} given to the group's builder with {@code leaderWatch}, whose changes
+ * reach the group's listeners as {@link LeaderListener#onLeaderChanged}): how many of the group's
+ * keys it last reported held by a session outside the candidates' role ({@link
+ * LeaderInfo#foreign()}). It is NaN without a watch, and after a bind until the watch's next
+ * report.
  *
  * <p>Thread-safe. {@link #close()} unsubscribes and removes exactly the meters this instance
  * registered.
@@ -66,6 +78,12 @@ public final class LeaderGroupMetrics implements MeterBinder, AutoCloseable {
   private final String context;
   private final ListenerBinding binding;
   private volatile Bound bound;
+
+  /** The keys the group's watch last reported held by a foreign session. */
+  private final Set<LockKey> foreignKeys = ConcurrentHashMap.newKeySet();
+
+  /** Whether the group's watch has reported a change since the bind. */
+  private volatile boolean watchHeard;
 
   private LeaderGroupMetrics(Builder b) {
     this.group = b.group;
@@ -144,12 +162,22 @@ public final class LeaderGroupMetrics implements MeterBinder, AutoCloseable {
   /** Unsubscribes and removes the meters this instance registered. Idempotent; never throws. */
   @Override
   public void close() {
-    binding.close(() -> bound = null);
+    binding.close(
+        () -> {
+          bound = null;
+          watchHeard = false;
+          foreignKeys.clear();
+        });
   }
 
   @Override
   public String toString() {
     return "LeaderGroupMetrics" + context;
+  }
+
+  /** Keys held by a foreign session as the watch last reported; NaN before its first report. */
+  private double foreignValue() {
+    return watchHeard ? foreignKeys.size() : Double.NaN;
   }
 
   private double termSeconds(LockKey key) {
@@ -168,6 +196,24 @@ public final class LeaderGroupMetrics implements MeterBinder, AutoCloseable {
         b.lostTerms.get(reason).increment();
       }
     }
+
+    @Override
+    public void onLeaderChanged(LeaderChange change) {
+      binding.lock().lock();
+      try {
+        if (binding.isClosed()) {
+          return;
+        }
+        if (change.leader().map(LeaderInfo::foreign).orElse(false)) {
+          foreignKeys.add(change.key());
+        } else {
+          foreignKeys.remove(change.key());
+        }
+        watchHeard = true;
+      } finally {
+        binding.lock().unlock();
+      }
+    }
   }
 
   /** The registered meters (each remembered by the binding, which removes them). */
@@ -184,6 +230,18 @@ public final class LeaderGroupMetrics implements MeterBinder, AutoCloseable {
           "Members of the group at this member's last membership read",
           g -> g.members());
       gauge(Names.GROUP_SESSIONS, "Sessions this member has open", g -> g.openSessions());
+      binding.add(
+          Gauge.builder(
+                  Names.GROUP_KEYS_FOREIGN,
+                  LeaderGroupMetrics.this,
+                  LeaderGroupMetrics::foreignValue)
+              .description(
+                  "Keys the group's leader watch last reported held by a session outside the"
+                      + " candidates' role (no member can lead them until it lets go); NaN without"
+                      + " a watch or before its first report")
+              .tags(tags)
+              .strongReference(true)
+              .register(registry));
       binding.add(
           FunctionCounter.builder(Names.GROUP_REBALANCES, group, g -> g.rebalances())
               .description("Keys this member yielded to rebalance the group")

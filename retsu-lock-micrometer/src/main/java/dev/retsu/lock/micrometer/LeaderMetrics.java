@@ -1,6 +1,8 @@
 package dev.retsu.lock.micrometer;
 
 import dev.retsu.lock.AttemptResult;
+import dev.retsu.lock.LeaderChange;
+import dev.retsu.lock.LeaderInfo;
 import dev.retsu.lock.LeaderListener;
 import dev.retsu.lock.LeaderLoop;
 import dev.retsu.lock.LossReason;
@@ -56,6 +58,7 @@ import java.util.Objects;
  *   <tr><td>{@value Names#LOST_TERMS}</td><td>counter</td><td>{@code reason}</td></tr>
  *   <tr><td>{@value Names#SELF_FENCED_TERMS}</td><td>counter</td><td></td></tr>
  *   <tr><td>{@value Names#SESSION_PROXIED}</td><td>gauge 1/0/NaN</td><td></td></tr>
+ *   <tr><td>{@value Names#HOLDER_FOREIGN}</td><td>gauge 1/0/NaN</td><td></td></tr>
  * </table>
  *
  * <p>The {@value Names#LEADER} gauge has two series. {@code state=leader} is 1 while the loop leads
@@ -63,6 +66,14 @@ import java.util.Objects;
  * does not lead. Both are 0 before the loop runs ({@link LeaderLoop.State#NEW}) and after it
  * stopped ({@link LeaderLoop.State#CLOSED CLOSED} or {@link LeaderLoop.State#FAILED FAILED}), so a
  * sum over the two says whether the candidate still takes part.
+ *
+ * <p>The {@value Names#HOLDER_FOREIGN} gauge follows the loop's leader watch (a {@link
+ * dev.retsu.lock.LeaderWatch} given to the loop's builder with {@code leaderWatch}, whose changes
+ * reach the loop's listeners as {@link LeaderListener#onLeaderChanged}): 1 while the watch last
+ * reported the key held by a session outside the candidates' role ({@link LeaderInfo#foreign()}; no
+ * candidate can lead until it lets go), 0 when it reported a candidate or nobody. It is NaN without
+ * a watch, and after a bind until the watch's next report (the watch reports a key's holder when
+ * the loop starts, then on every change).
  *
  * <p>All series, including one per attempt result and per loss reason, are registered by {@link
  * #bindTo} so that rates start from zero; the counters and timers count what happens after it. A
@@ -101,6 +112,12 @@ public final class LeaderMetrics implements MeterBinder, AutoCloseable {
    * reaches the server), or null before the first term.
    */
   private volatile ServerPath path;
+
+  /**
+   * 1 when the loop's watch last reported a foreign holder, 0 for a candidate or nobody, NaN before
+   * its first report since the bind.
+   */
+  private volatile double foreignHolder = Double.NaN;
 
   /** The meters while bound; null before {@link #bindTo} and after {@link #close()}. */
   private volatile Bound bound;
@@ -233,6 +250,7 @@ public final class LeaderMetrics implements MeterBinder, AutoCloseable {
         () -> {
           bound = null;
           term = null;
+          foreignHolder = Double.NaN;
           stop(termSample);
           termSample = null;
         });
@@ -269,6 +287,11 @@ public final class LeaderMetrics implements MeterBinder, AutoCloseable {
     return p == ServerPath.PROXIED ? 1 : p == ServerPath.DIRECT ? 0 : Double.NaN;
   }
 
+  /** 1 for a foreign holder, 0 for a candidate or nobody, NaN when the watch has not said. */
+  private double foreignValue() {
+    return foreignHolder;
+  }
+
   private static boolean stopped(LeaderLoop.State state) {
     return state == LeaderLoop.State.CLOSED || state == LeaderLoop.State.FAILED;
   }
@@ -296,6 +319,18 @@ public final class LeaderMetrics implements MeterBinder, AutoCloseable {
         if (b != null) {
           b.acquisitions.increment();
           termSample = b.termTimer.start();
+        }
+      } finally {
+        binding.lock().unlock();
+      }
+    }
+
+    @Override
+    public void onLeaderChanged(LeaderChange change) {
+      binding.lock().lock();
+      try {
+        if (!binding.isClosed()) {
+          foreignHolder = change.leader().map(LeaderInfo::foreign).orElse(false) ? 1 : 0;
         }
       } finally {
         binding.lock().unlock();
@@ -380,6 +415,16 @@ public final class LeaderMetrics implements MeterBinder, AutoCloseable {
                   "1 when this candidate's current or last term's session went through a proxy or"
                       + " pooler (then only idle_session_timeout and self-fencing bound a vanished"
                       + " leader), 0 when direct, NaN before its first term or when not known")
+              .tags(tags)
+              .strongReference(true)
+              .register(registry));
+      add(
+          Gauge.builder(Names.HOLDER_FOREIGN, LeaderMetrics.this, LeaderMetrics::foreignValue)
+              .description(
+                  "1 while the loop's leader watch last reported the key held by a session outside"
+                      + " the candidates' role (no candidate can lead until it lets go), 0 when it"
+                      + " reported a candidate or nobody, NaN without a watch or before its first"
+                      + " report")
               .tags(tags)
               .strongReference(true)
               .register(registry));

@@ -13,9 +13,9 @@ package dev.retsu.lock.micrometer;
  * acquisitions} or {@link #UNIT_TERMS terms}; timers get seconds from the registry (Micrometer
  * timers have no base-unit setting); seconds-valued gauges say {@link #UNIT_SECONDS seconds}. Two
  * kinds of gauge deliberately have none: 0/1 status gauges ({@link #LEADER}, {@link
- * #SESSION_PROXIED}, {@link #QUEUE_STATE_COLLECTION_SUCCESS}), which have no unit, and the queue
- * message counts, because Prometheus appends a gauge's base unit to its name and {@code
- * queue_messages_ready_messages} would break the fixed collector names.
+ * #SESSION_PROXIED}, {@link #HOLDER_FOREIGN}, {@link #QUEUE_STATE_COLLECTION_SUCCESS}), which have
+ * no unit, and the queue message counts, because Prometheus appends a gauge's base unit to its name
+ * and {@code queue_messages_ready_messages} would break the fixed collector names.
  *
  * <p>Constants only; thread-safe.
  */
@@ -80,6 +80,15 @@ public final class Names {
    */
   public static final String SESSION_PROXIED = "retsu.lock.session.proxied";
 
+  /**
+   * Gauge: 1 while the loop's leader watch ({@code leaderWatch} on the loop's builder) last
+   * reported the key held by a foreign session, one outside the candidates' role ({@code
+   * dev.retsu.lock.LeaderInfo#foreign()}: no candidate can lead until it lets go), 0 when it
+   * reported a candidate or nobody, NaN when the loop has no watch or the watch has reported
+   * nothing since the bind. Prometheus: {@code retsu_lock_holder_foreign}.
+   */
+  public static final String HOLDER_FOREIGN = "retsu.lock.holder.foreign";
+
   // ---------------------------------------------------------------- LeaderGroupMetrics
 
   /**
@@ -95,6 +104,15 @@ public final class Names {
 
   /** Gauge: sessions this member has open. */
   public static final String GROUP_SESSIONS = "retsu.lock.group.sessions";
+
+  /**
+   * Gauge: keys of the group that the group's leader watch ({@code leaderWatch} on the group's
+   * builder) last reported held by a foreign session, one outside the candidates' role ({@code
+   * dev.retsu.lock.LeaderInfo#foreign()}: no member can lead such a key until it lets go); NaN when
+   * the group has no watch or the watch has reported nothing since the bind. Prometheus: {@code
+   * retsu_lock_group_keys_foreign}.
+   */
+  public static final String GROUP_KEYS_FOREIGN = "retsu.lock.group.keys.foreign";
 
   /**
    * Function counter: keys this member yielded to rebalance the group. Prometheus: {@code

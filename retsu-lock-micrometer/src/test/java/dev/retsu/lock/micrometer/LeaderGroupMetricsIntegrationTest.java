@@ -66,8 +66,8 @@ class LeaderGroupMetricsIntegrationTest {
       metrics.bindTo(registry);
       assertThat(metrics.perKeySeries()).isFalse();
       assertThat(registry.find(Names.GROUP_KEY_LEADER).gauges()).isEmpty();
-      // 4 gauges, 2 function counters, one lost-terms counter per reason: nothing per key.
-      assertThat(registry.getMeters()).hasSize(6 + dev.retsu.lock.LossReason.values().length);
+      // 5 gauges, 2 function counters, one lost-terms counter per reason: nothing per key.
+      assertThat(registry.getMeters()).hasSize(7 + dev.retsu.lock.LossReason.values().length);
       assertThatThrownBy(() -> metrics.bindTo(registry))
           .isInstanceOf(IllegalStateException.class)
           .hasMessageContaining("bound to a registry already");

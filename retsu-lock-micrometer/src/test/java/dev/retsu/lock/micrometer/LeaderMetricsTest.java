@@ -303,7 +303,8 @@ class LeaderMetricsTest {
         .filteredOn(
             m ->
                 !m.getId().getName().equals(Names.LEADER)
-                    && !m.getId().getName().equals(Names.SESSION_PROXIED))
+                    && !m.getId().getName().equals(Names.SESSION_PROXIED)
+                    && !m.getId().getName().equals(Names.HOLDER_FOREIGN))
         .allSatisfy(m -> assertThat(m.getId().getBaseUnit()).isNotBlank());
   }
 

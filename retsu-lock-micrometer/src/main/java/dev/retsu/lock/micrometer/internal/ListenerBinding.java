@@ -1,6 +1,7 @@
 package dev.retsu.lock.micrometer.internal;
 
 import dev.retsu.lock.AttemptResult;
+import dev.retsu.lock.LeaderChange;
 import dev.retsu.lock.LeaderListener;
 import dev.retsu.lock.LossReason;
 import dev.retsu.lock.Term;
@@ -267,6 +268,15 @@ public final class ListenerBinding {
         events.onLost(term, reason, cause);
       } catch (RuntimeException e) {
         warn("onLost", e);
+      }
+    }
+
+    @Override
+    public void onLeaderChanged(LeaderChange change) {
+      try {
+        events.onLeaderChanged(change);
+      } catch (RuntimeException e) {
+        warn("onLeaderChanged", e);
       }
     }
   }

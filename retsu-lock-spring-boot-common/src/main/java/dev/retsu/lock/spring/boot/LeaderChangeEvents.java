@@ -69,6 +69,11 @@ final class LeaderChangeEvents implements AutoCloseable {
     return watch.leader(key);
   }
 
+  /** The watch itself, for the loops' builders: their listeners hear their key's changes. */
+  LeaderWatch watch() {
+    return watch;
+  }
+
   /** The watch's name, in its session's application_name. */
   String name() {
     return watch.name();

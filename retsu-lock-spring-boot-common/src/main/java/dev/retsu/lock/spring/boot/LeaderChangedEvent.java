@@ -94,12 +94,27 @@ public final class LeaderChangedEvent extends ApplicationEvent {
   }
 
   /**
-   * Returns whether the new leader is this instance (its candidate id is this instance's).
+   * Returns whether the new leader is this instance (its candidate id is this instance's). Never
+   * true for a {@linkplain LeaderInfo#foreign() foreign} holder (a session outside the candidates'
+   * role), whatever its session's name claims.
    *
    * @return true when this instance leads the key now
    */
   public boolean isThisInstance() {
-    return change.leader().map(l -> l.candidateId().equals(candidateId)).orElse(false);
+    return change
+        .leader()
+        .map(l -> !l.foreign() && l.candidateId().equals(candidateId))
+        .orElse(false);
+  }
+
+  /**
+   * Returns whether the key is held by a session outside the candidates' role ({@link
+   * LeaderInfo#foreign()}): no candidate leads, and none can until that session lets go.
+   *
+   * @return true when a foreign session holds the key now
+   */
+  public boolean isForeign() {
+    return change.leader().map(LeaderInfo::foreign).orElse(false);
   }
 
   @Override
@@ -110,7 +125,10 @@ public final class LeaderChangedEvent extends ApplicationEvent {
         + ", "
         + change.cause()
         + ", "
-        + change.leader().map(l -> l.candidateId() + " pid " + l.pid()).orElse("nobody")
+        + change
+            .leader()
+            .map(l -> (l.foreign() ? "foreign session" : l.candidateId()) + " pid " + l.pid())
+            .orElse("nobody")
         + "}";
   }
 }

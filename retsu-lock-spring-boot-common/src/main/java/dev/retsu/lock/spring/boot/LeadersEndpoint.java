@@ -19,6 +19,8 @@ import org.springframework.lang.Nullable;
  * when {@code retsu.lock.watch.enabled=true}); without a watch, a standby's holder comes from one
  * short {@code pg_locks} query per leader per request on a connection borrowed from the lock's
  * DataSource, which is fine for an on-demand endpoint and the reason it is not in the health check.
+ * A holder whose session is outside the candidates' role shows {@code "foreign": true} and {@code
+ * "self": false}, with no candidate and no token, whatever its session's name claims.
  *
  * <p>One write operation, {@code POST /actuator/leaders/{name}} with an optional JSON body {@code
  * {"cooldown": "30s"}} (a group also needs {@code "key"}): the leader yields ({@link
@@ -218,7 +220,10 @@ public class LeadersEndpoint {
         hd.put("pid", h.pid());
         hd.put("candidate", h.candidateId().orElse(null));
         hd.put("applicationName", h.applicationName());
-        hd.put("self", l.isLeader() && h.candidateId().orElse("").equals(l.candidateId()));
+        hd.put("foreign", h.foreign());
+        hd.put(
+            "self",
+            !h.foreign() && l.isLeader() && h.candidateId().orElse("").equals(l.candidateId()));
         d.put("holder", hd);
       } else {
         d.put("holder", null);

@@ -459,7 +459,10 @@ public final class RetsuLeader implements SmartLifecycle {
 
   /**
    * A leader's lease-shaped details: candidate, pid, database, term, token, acquiredAt,
-   * lastRenewal, validUntil (absent ones omitted), {@code self} and where they come from.
+   * lastRenewal, validUntil (absent ones omitted), {@code foreign}, {@code self} and where they
+   * come from. A {@linkplain LeaderInfo#foreign() foreign} holder (a session outside the
+   * candidates' role) shows {@code foreign} true, an empty candidate, no token, and is never {@code
+   * self}, whatever its session's name claims.
    */
   static Map<String, Object> holder(LeaderInfo info, String candidateId, String source) {
     Map<String, Object> h = new LinkedHashMap<>();
@@ -471,7 +474,8 @@ public final class RetsuLeader implements SmartLifecycle {
     info.acquiredAt().ifPresent(t -> h.put("acquiredAt", t.toString()));
     info.lastRenewal().ifPresent(t -> h.put("lastRenewal", t.toString()));
     info.validUntil().ifPresent(t -> h.put("validUntil", t.toString()));
-    h.put("self", info.candidateId().equals(candidateId));
+    h.put("foreign", info.foreign());
+    h.put("self", !info.foreign() && info.candidateId().equals(candidateId));
     h.put("source", source);
     return h;
   }

@@ -109,7 +109,15 @@ public final class RetsuLeaders implements DisposableBean, SmartInitializingSing
       Candidacy candidacy;
       if (p.getTestMode() == TestMode.OFF) {
         requireDataSource(prefix, dataSource);
-        LeaderLoop loop = build(prefix, dataSource, key, candidate, p, properties.isPreferred());
+        LeaderLoop loop =
+            build(
+                prefix,
+                dataSource,
+                key,
+                candidate,
+                p,
+                properties.isPreferred(),
+                changes == null ? null : changes.watch());
         candidate = loop.candidateId();
         candidacy = new LoopCandidacy(name, loop);
         metrics.ifPresent(m -> unbind.add(m.bindLoop(name, loop)));
@@ -160,7 +168,15 @@ public final class RetsuLeaders implements DisposableBean, SmartInitializingSing
         keyNames.put(
             keys.get(i), p.getPartitions() != null ? Integer.toString(i) : p.getKeys().get(i));
       }
-      LeaderGroup group = buildGroup(prefix, dataSource, name, keys, candidate, p);
+      LeaderGroup group =
+          buildGroup(
+              prefix,
+              dataSource,
+              name,
+              keys,
+              candidate,
+              p,
+              changes == null ? null : changes.watch());
       metrics.ifPresent(m -> unbind.add(m.bindGroup(group, p.getPerKeyMetricsBudget())));
       String taskBean = taskBean(prefix, name, p.getTask(), beans);
       builtGroups.put(
@@ -259,7 +275,8 @@ public final class RetsuLeaders implements DisposableBean, SmartInitializingSing
       LockKey key,
       String candidate,
       RetsuLockProperties.Leader p,
-      boolean preferredByDefault) {
+      boolean preferredByDefault,
+      LeaderWatch watch) {
     LeaderLoopBuilder b = LeaderLoop.builder(dataSource, key);
     try {
       if (candidate != null) {
@@ -287,6 +304,9 @@ public final class RetsuLeaders implements DisposableBean, SmartInitializingSing
       if (p.getTakeoverDelay() != null) {
         b.takeoverDelay(p.getTakeoverDelay());
       }
+      if (watch != null) {
+        b.leaderWatch(watch); // its listeners (the foreign-holder gauge) hear changes
+      }
       return b.build();
     } catch (RuntimeException e) {
       throw new IllegalStateException(prefix + ": " + e.getMessage(), e);
@@ -299,11 +319,15 @@ public final class RetsuLeaders implements DisposableBean, SmartInitializingSing
       String name,
       List<LockKey> keys,
       String candidate,
-      RetsuLockProperties.Group p) {
+      RetsuLockProperties.Group p,
+      LeaderWatch watch) {
     try {
       LeaderGroupBuilder b = LeaderGroup.builder(dataSource, name, keys);
       if (candidate != null) {
         b.candidateId(candidate);
+      }
+      if (watch != null) {
+        b.leaderWatch(watch); // its listeners (the group's foreign-keys gauge) hear changes
       }
       return b.sessions(p.getSessions())
           .batchSize(p.getBatchSize())

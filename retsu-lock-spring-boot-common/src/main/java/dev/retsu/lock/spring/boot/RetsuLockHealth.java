@@ -15,7 +15,10 @@ import java.util.Map;
  *       why it does not lead: {@code held-elsewhere}, {@code database-unreachable} with the last
  *       error, {@code stepped-down}, {@code starting}); every group is a member. A standby is UP
  *       on purpose: a DOWN standby would be taken out by a readiness probe, and then nobody could
- *       take over.</td></tr>
+ *       take over. A key held by a session outside the candidates' role is UP too: the
+ *       application is healthy, and restarting it would not free the key; the leader's {@code
+ *       holder} says {@code "foreign": true} when {@code retsu.lock.watch.enabled=true} (health
+ *       reads nothing; without the watch the {@code leaders} endpoint shows it).</td></tr>
  *   <tr><td>{@code OUT_OF_SERVICE}</td><td>a leader or group is stopping or stopped</td></tr>
  *   <tr><td>{@code DOWN}</td><td>a leader or group will never lead again in this process (its
  *       loop failed: a transaction pooler, {@code failure-policy: exit}, or {@code fail-fast}
