@@ -175,20 +175,77 @@ final class Cli {
         break;
       }
     }
+    // who queues behind the holder, read after it: a queued session is what the key goes to next
+    List<Waiter> waiters;
+    try (Connection c = ds.getConnection()) {
+      waiters = Waiter.read(c, key, o.candidateRole());
+    }
+    boolean foreignQueued = waiters.stream().anyMatch(Waiter::foreign);
     if (o.json()) {
       io.out()
           .println(
               new Json()
                   .obj("key", keyJson(key, label))
                   .obj("leader", leader.map(Cli::leaderJson).orElse(null))
-                  .obj("session", activity.map(Activity::json).orElse(null)));
-    } else if (leader.isEmpty()) {
-      io.out().println("key          " + keyText(key, label));
-      io.out().println("leader       nobody holds the key");
+                  .obj("session", activity.map(Activity::json).orElse(null))
+                  .arr("waiters", waiters.stream().map(Waiter::json).toList())
+                  .bool("foreignQueued", foreignQueued));
     } else {
-      printLeader(key, label, leader.get(), activity, o);
+      if (leader.isEmpty()) {
+        io.out().println("key          " + keyText(key, label));
+        io.out().println("leader       nobody holds the key");
+      } else {
+        printLeader(key, label, leader.get(), activity, o);
+      }
+      printWaiters(waiters, o);
     }
+    // queued sessions never change the exit code: it says whether the key is held
     return leader.isPresent() ? OK : NO_LEADER;
+  }
+
+  /**
+   * The sessions queued on the key, in queue order, and a warning for each foreign one: the lock
+   * manager grants it the key when its turn comes, whatever the candidates do.
+   */
+  private void printWaiters(List<Waiter> waiters, Options o) {
+    PrintStream out = io.out();
+    if (waiters.isEmpty()) {
+      out.println("queued       nobody waits for the key");
+      return;
+    }
+    out.println(
+        "queued       "
+            + waiters.size()
+            + (waiters.size() == 1 ? " session waits" : " sessions wait")
+            + " for the key, next to be granted first");
+    for (Waiter w : waiters) {
+      out.println(
+          "  "
+              + w.position()
+              + ". pid "
+              + w.pid()
+              + "  "
+              + w.who()
+              + (w.mode().equals("ExclusiveLock") ? "" : "  mode " + w.mode())
+              + "  waiting since "
+              + w.waitingSince().map(Object::toString).orElse("-"));
+    }
+    for (Waiter w : waiters) {
+      if (w.foreign()) {
+        out.println(
+            "warning      foreign session queued: pid "
+                + w.pid()
+                + " (role "
+                + w.role().orElse("unknown")
+                + ", not the candidates' role: "
+                + candidates(o)
+                + ") will be granted the key the moment the holder's session ends"
+                + (w.position() == 1
+                    ? ""
+                    : " and the " + (w.position() - 1) + " queued ahead of it have had their turn")
+                + "; no candidate can lead while it holds the key");
+      }
+    }
   }
 
   private static Optional<LeaderInfo> read(PGSimpleDataSource ds, LockKey key, Options o) {
