@@ -346,6 +346,14 @@ final class Cli {
     }
     long foreignKeys = leaders.values().stream().filter(LeaderInfo::foreign).count();
     int n = o.keys().size();
+    // the sessions queued on each key, read after the holders, one statement per key
+    List<List<Waiter>> queues = new ArrayList<>(n);
+    try (Connection c = ds.getConnection()) {
+      for (LockKey k : o.keys()) {
+        queues.add(Waiter.read(c, k, o.candidateRole()));
+      }
+    }
+    boolean foreignQueued = queues.stream().flatMap(List::stream).anyMatch(Waiter::foreign);
     if (o.json()) {
       List<Json> rows = new ArrayList<>();
       for (int p = 0; p < n; p++) {
@@ -363,7 +371,8 @@ final class Cli {
                                     ? leaderJson(l)
                                         .str("role", foreignRoles.get(l.pid()).orElse(null))
                                     : leaderJson(l))
-                        .orElse(null)));
+                        .orElse(null))
+                .arr("waiters", queues.get(p).stream().map(Waiter::json).toList()));
       }
       Json ownerJson = new Json();
       owners.forEach(ownerJson::num);
@@ -374,7 +383,8 @@ final class Cli {
                   .num("partitions", n)
                   .num("held", leaders.size())
                   .obj("owners", ownerJson)
-                  .arr("keys", rows));
+                  .arr("keys", rows)
+                  .bool("foreignQueued", foreignQueued));
     } else {
       PrintStream out = io.out();
       out.printf(
@@ -405,6 +415,12 @@ final class Cli {
       if (!owners.isEmpty()) {
         out.println("owners");
         owners.forEach((c, count) -> out.printf("  %-40s %d%n", c, count));
+      }
+      for (int p = 0; p < n; p++) {
+        if (!queues.get(p).isEmpty()) {
+          out.println("partition " + p + ":");
+          printWaiters(queues.get(p), o);
+        }
       }
     }
     return leaders.isEmpty() ? NO_LEADER : OK;

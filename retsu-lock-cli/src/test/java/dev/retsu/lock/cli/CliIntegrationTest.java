@@ -454,8 +454,10 @@ class CliIntegrationTest {
     String mallory = "mallory_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
     db.execute("CREATE ROLE " + mallory + " LOGIN PASSWORD 'mallory-pw' NOSUPERUSER");
     open.add(0, () -> db.execute("DROP ROLE " + mallory));
-    String n = name();
-    LockKey key = LockKey.named("ops", n);
+    // a group's partition 0, so that --group reads it too
+    String ns = "grp" + KEYS.incrementAndGet();
+    String n = "0";
+    LockKey key = LockKey.named(ns, n);
     leader(db, key, "node-a", FailurePolicy.STEP_DOWN);
     // a WAIT standby of the candidates' role queues first, for one long wait
     LeaderLoop standby =
@@ -501,7 +503,7 @@ class CliIntegrationTest {
       await().atMost(WITHIN).until(() -> db.waitingForAdvisoryLocks("retsu-lock:x#1/1") == 1);
 
       CliRun text = withPassword(db);
-      assertThat(text.run(args(db, "who", "--namespace", "ops", "--name", n)))
+      assertThat(text.run(args(db, "who", "--namespace", ns, "--name", n)))
           .as(text.err())
           .isEqualTo(Cli.OK);
       assertThat(text.out())
@@ -527,7 +529,7 @@ class CliIntegrationTest {
           .doesNotContainPattern("pid " + malloryPid + "  x");
 
       CliRun json = withPassword(db);
-      assertThat(json.run(args(db, "who", "--namespace", "ops", "--name", n, "--json")))
+      assertThat(json.run(args(db, "who", "--namespace", ns, "--name", n, "--json")))
           .as(json.err())
           .isEqualTo(Cli.OK);
       assertThat(json.outLines()).hasSize(1);
@@ -547,6 +549,35 @@ class CliIntegrationTest {
                   + "\",\"mode\":\"ExclusiveLock\",\"waitingSince\":\"")
           .contains("\"applicationName\":\"retsu-lock:x#1/1\"}]")
           .contains("}],\"foreignQueued\":true}");
+
+      CliRun group = withPassword(db);
+      assertThat(group.run(args(db, "who", "--group", ns, "--partitions", "2")))
+          .as(group.err())
+          .isEqualTo(Cli.OK);
+      assertThat(group.out())
+          .contains("partition 0:\nqueued       2 sessions wait for the key")
+          .containsPattern("(?m)^  1\\. pid " + standbyPid + "  node-w  ")
+          .containsPattern(
+              "(?m)^  2\\. pid " + malloryPid + "  foreign session \\(role " + mallory + "\\)  ")
+          .contains("warning      foreign session queued: pid " + malloryPid)
+          .doesNotContain("partition 1:");
+
+      CliRun groupJson = withPassword(db);
+      assertThat(groupJson.run(args(db, "who", "--group", ns, "--partitions", "2", "--json")))
+          .as(groupJson.err())
+          .isEqualTo(Cli.OK);
+      assertThat(groupJson.out())
+          .contains(
+              "\"waiters\":[{\"position\":1,\"pid\":"
+                  + standbyPid
+                  + ",\"candidate\":\"node-w\",\"preferred\":false,\"foreign\":false,")
+          .contains(
+              "{\"position\":2,\"pid\":"
+                  + malloryPid
+                  + ",\"candidate\":null,\"preferred\":false,\"foreign\":true,")
+          .contains("{\"partition\":1,")
+          .contains("\"leader\":null,\"waiters\":[]}]")
+          .contains("]}],\"foreignQueued\":true}");
     } finally {
       db.terminateBackend(malloryPid);
       queued.exceptionally(e -> null).join();
