@@ -175,20 +175,77 @@ final class Cli {
         break;
       }
     }
+    // who queues behind the holder, read after it: a queued session is what the key goes to next
+    List<Waiter> waiters;
+    try (Connection c = ds.getConnection()) {
+      waiters = Waiter.read(c, key, o.candidateRole());
+    }
+    boolean foreignQueued = waiters.stream().anyMatch(Waiter::foreign);
     if (o.json()) {
       io.out()
           .println(
               new Json()
                   .obj("key", keyJson(key, label))
                   .obj("leader", leader.map(Cli::leaderJson).orElse(null))
-                  .obj("session", activity.map(Activity::json).orElse(null)));
-    } else if (leader.isEmpty()) {
-      io.out().println("key          " + keyText(key, label));
-      io.out().println("leader       nobody holds the key");
+                  .obj("session", activity.map(Activity::json).orElse(null))
+                  .arr("waiters", waiters.stream().map(Waiter::json).toList())
+                  .bool("foreignQueued", foreignQueued));
     } else {
-      printLeader(key, label, leader.get(), activity, o);
+      if (leader.isEmpty()) {
+        io.out().println("key          " + keyText(key, label));
+        io.out().println("leader       nobody holds the key");
+      } else {
+        printLeader(key, label, leader.get(), activity, o);
+      }
+      printWaiters(waiters, o);
     }
+    // queued sessions never change the exit code: it says whether the key is held
     return leader.isPresent() ? OK : NO_LEADER;
+  }
+
+  /**
+   * The sessions queued on the key, in queue order, and a warning for each foreign one: the lock
+   * manager grants it the key when its turn comes, whatever the candidates do.
+   */
+  private void printWaiters(List<Waiter> waiters, Options o) {
+    PrintStream out = io.out();
+    if (waiters.isEmpty()) {
+      out.println("queued       nobody waits for the key");
+      return;
+    }
+    out.println(
+        "queued       "
+            + waiters.size()
+            + (waiters.size() == 1 ? " session waits" : " sessions wait")
+            + " for the key, next to be granted first");
+    for (Waiter w : waiters) {
+      out.println(
+          "  "
+              + w.position()
+              + ". pid "
+              + w.pid()
+              + "  "
+              + w.who()
+              + (w.mode().equals("ExclusiveLock") ? "" : "  mode " + w.mode())
+              + "  waiting since "
+              + w.waitingSince().map(Object::toString).orElse("-"));
+    }
+    for (Waiter w : waiters) {
+      if (w.foreign()) {
+        out.println(
+            "warning      foreign session queued: pid "
+                + w.pid()
+                + " (role "
+                + w.role().orElse("unknown")
+                + ", not the candidates' role: "
+                + candidates(o)
+                + ") will be granted the key the moment the holder's session ends"
+                + (w.position() == 1
+                    ? ""
+                    : " and the " + (w.position() - 1) + " queued ahead of it have had their turn")
+                + "; no candidate can lead while it holds the key");
+      }
+    }
   }
 
   private static Optional<LeaderInfo> read(PGSimpleDataSource ds, LockKey key, Options o) {
@@ -289,6 +346,14 @@ final class Cli {
     }
     long foreignKeys = leaders.values().stream().filter(LeaderInfo::foreign).count();
     int n = o.keys().size();
+    // the sessions queued on each key, read after the holders, one statement per key
+    List<List<Waiter>> queues = new ArrayList<>(n);
+    try (Connection c = ds.getConnection()) {
+      for (LockKey k : o.keys()) {
+        queues.add(Waiter.read(c, k, o.candidateRole()));
+      }
+    }
+    boolean foreignQueued = queues.stream().flatMap(List::stream).anyMatch(Waiter::foreign);
     if (o.json()) {
       List<Json> rows = new ArrayList<>();
       for (int p = 0; p < n; p++) {
@@ -306,7 +371,8 @@ final class Cli {
                                     ? leaderJson(l)
                                         .str("role", foreignRoles.get(l.pid()).orElse(null))
                                     : leaderJson(l))
-                        .orElse(null)));
+                        .orElse(null))
+                .arr("waiters", queues.get(p).stream().map(Waiter::json).toList()));
       }
       Json ownerJson = new Json();
       owners.forEach(ownerJson::num);
@@ -317,7 +383,8 @@ final class Cli {
                   .num("partitions", n)
                   .num("held", leaders.size())
                   .obj("owners", ownerJson)
-                  .arr("keys", rows));
+                  .arr("keys", rows)
+                  .bool("foreignQueued", foreignQueued));
     } else {
       PrintStream out = io.out();
       out.printf(
@@ -348,6 +415,12 @@ final class Cli {
       if (!owners.isEmpty()) {
         out.println("owners");
         owners.forEach((c, count) -> out.printf("  %-40s %d%n", c, count));
+      }
+      for (int p = 0; p < n; p++) {
+        if (!queues.get(p).isEmpty()) {
+          out.println("partition " + p + ":");
+          printWaiters(queues.get(p), o);
+        }
       }
     }
     return leaders.isEmpty() ? NO_LEADER : OK;

@@ -18,7 +18,9 @@ final class Usage {
         who     (the default) print the holder: candidate, pid, token, term, since when, and its
                 pg_stat_activity row; with --watch, stream every change until Ctrl-C. A holder
                 whose session is not of the candidates' role is shown as a foreign session with
-                its role, never as a candidate, whatever its application_name says
+                its role, never as a candidate, whatever its application_name says. Then
+                the sessions queued on the key, next to be granted first, and a warning for
+                each foreign one: the server grants it the key when its turn comes
         evict   terminate the holder's session (pg_terminate_backend) after asking; its loop
                 ends the term and the key goes to the next candidate
 
@@ -45,7 +47,8 @@ final class Usage {
         --help     this text
 
       Exit codes:
-        0  a holder found (a candidate, or a foreign session), evicted, or a watch stopped
+        0  a holder found (a candidate, or a foreign session), evicted, or a watch stopped;
+           sessions queued on the key never change the code
         1  database error (the SQLState is printed)
         2  usage error
         3  nobody holds the key (or none of the group's keys)

@@ -7,6 +7,7 @@ import dev.retsu.lock.FailurePolicy;
 import dev.retsu.lock.LeaderGroup;
 import dev.retsu.lock.LeaderLoop;
 import dev.retsu.lock.LockKey;
+import dev.retsu.lock.TakeoverMode;
 import dev.retsu.lock.Term;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
@@ -161,7 +162,7 @@ class CliIntegrationTest {
     assertThat(json.out().trim())
         .isEqualTo(
             "{\"key\":{\"bigint\":\"77\",\"hex\":\"0x000000000000004d\",\"name\":null},"
-                + "\"leader\":null,\"session\":null}");
+                + "\"leader\":null,\"session\":null,\"waiters\":[],\"foreignQueued\":false}");
   }
 
   @Test
@@ -445,6 +446,142 @@ class CliIntegrationTest {
                   args(db, "who", "--namespace", ns, "--name", "0", "--candidate-role", mallory)))
           .isEqualTo(Cli.OK);
       assertThat(named.out()).contains("leader       node-x").contains("token        1/761");
+    }
+  }
+
+  @Test
+  void whoListsTheSessionsQueuedOnTheKeyAndAForeignOneAsForeign(TestDatabase db) throws Exception {
+    String mallory = "mallory_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
+    db.execute("CREATE ROLE " + mallory + " LOGIN PASSWORD 'mallory-pw' NOSUPERUSER");
+    open.add(0, () -> db.execute("DROP ROLE " + mallory));
+    // a group's partition 0, so that --group reads it too
+    String ns = "grp" + KEYS.incrementAndGet();
+    String n = "0";
+    LockKey key = LockKey.named(ns, n);
+    leader(db, key, "node-a", FailurePolicy.STEP_DOWN);
+    // a WAIT standby of the candidates' role queues first, for one long wait
+    LeaderLoop standby =
+        track(
+            LeaderLoop.builder(db.dataSource(), key)
+                .candidateId("node-w")
+                .takeover(TakeoverMode.WAIT)
+                .waitTimeout(Duration.ofMinutes(2))
+                .build());
+    standby.start(ctx -> ctx.ensureLeader()).exceptionally(e -> null);
+    await().atMost(WITHIN).until(() -> db.waitingForAdvisoryLocks("retsu-lock:node-w") == 1);
+    int standbyPid =
+        db.queryInts(
+                "SELECT pid FROM pg_stat_activity WHERE application_name = ?", "retsu-lock:node-w")
+            .get(0);
+
+    // then mallory, named as a candidate's term, queues behind it with pg_advisory_lock
+    var ds = db.dataSource();
+    ds.setUser(mallory);
+    ds.setPassword("mallory-pw");
+    Connection m = ds.getConnection();
+    int malloryPid;
+    try (PreparedStatement ps =
+            m.prepareStatement(
+                "SELECT pg_catalog.pg_backend_pid(), pg_catalog.set_config('application_name',"
+                    + " 'retsu-lock:x#1/1', false)");
+        var rs = ps.executeQuery()) {
+      rs.next();
+      malloryPid = rs.getInt(1);
+    }
+    CompletableFuture<Void> queued =
+        CompletableFuture.runAsync(
+            () -> {
+              try (PreparedStatement ps =
+                  m.prepareStatement("SELECT pg_catalog.pg_advisory_lock(?)")) {
+                ps.setLong(1, key.value());
+                ps.executeQuery().close();
+              } catch (java.sql.SQLException e) {
+                throw new IllegalStateException(e);
+              }
+            });
+    try {
+      await().atMost(WITHIN).until(() -> db.waitingForAdvisoryLocks("retsu-lock:x#1/1") == 1);
+
+      CliRun text = withPassword(db);
+      assertThat(text.run(args(db, "who", "--namespace", ns, "--name", n)))
+          .as(text.err())
+          .isEqualTo(Cli.OK);
+      assertThat(text.out())
+          .contains("leader       node-a")
+          .contains("queued       2 sessions wait for the key, next to be granted first")
+          .containsPattern(
+              "(?m)^  1\\. pid " + standbyPid + "  node-w  waiting since \\d{4}-\\d\\d-\\d\\dT")
+          .containsPattern(
+              "(?m)^  2\\. pid "
+                  + malloryPid
+                  + "  foreign session \\(role "
+                  + mallory
+                  + "\\)  waiting since ")
+          .contains(
+              "warning      foreign session queued: pid "
+                  + malloryPid
+                  + " (role "
+                  + mallory
+                  + ", not the candidates' role: the CLI's own login role")
+          .contains(
+              "will be granted the key the moment the holder's session ends and the 1 queued"
+                  + " ahead of it have had their turn")
+          .doesNotContainPattern("pid " + malloryPid + "  x");
+
+      CliRun json = withPassword(db);
+      assertThat(json.run(args(db, "who", "--namespace", ns, "--name", n, "--json")))
+          .as(json.err())
+          .isEqualTo(Cli.OK);
+      assertThat(json.outLines()).hasSize(1);
+      assertThat(json.out())
+          .contains("\"leader\":{\"candidate\":\"node-a\"")
+          .contains(
+              "\"waiters\":[{\"position\":1,\"pid\":"
+                  + standbyPid
+                  + ",\"candidate\":\"node-w\",\"preferred\":false,\"foreign\":false,\"role\":\""
+                  + db.user()
+                  + "\",\"mode\":\"ExclusiveLock\",\"waitingSince\":\"")
+          .contains(
+              "{\"position\":2,\"pid\":"
+                  + malloryPid
+                  + ",\"candidate\":null,\"preferred\":false,\"foreign\":true,\"role\":\""
+                  + mallory
+                  + "\",\"mode\":\"ExclusiveLock\",\"waitingSince\":\"")
+          .contains("\"applicationName\":\"retsu-lock:x#1/1\"}]")
+          .contains("}],\"foreignQueued\":true}");
+
+      CliRun group = withPassword(db);
+      assertThat(group.run(args(db, "who", "--group", ns, "--partitions", "2")))
+          .as(group.err())
+          .isEqualTo(Cli.OK);
+      assertThat(group.out())
+          .contains("partition 0:\nqueued       2 sessions wait for the key")
+          .containsPattern("(?m)^  1\\. pid " + standbyPid + "  node-w  ")
+          .containsPattern(
+              "(?m)^  2\\. pid " + malloryPid + "  foreign session \\(role " + mallory + "\\)  ")
+          .contains("warning      foreign session queued: pid " + malloryPid)
+          .doesNotContain("partition 1:");
+
+      CliRun groupJson = withPassword(db);
+      assertThat(groupJson.run(args(db, "who", "--group", ns, "--partitions", "2", "--json")))
+          .as(groupJson.err())
+          .isEqualTo(Cli.OK);
+      assertThat(groupJson.out())
+          .contains(
+              "\"waiters\":[{\"position\":1,\"pid\":"
+                  + standbyPid
+                  + ",\"candidate\":\"node-w\",\"preferred\":false,\"foreign\":false,")
+          .contains(
+              "{\"position\":2,\"pid\":"
+                  + malloryPid
+                  + ",\"candidate\":null,\"preferred\":false,\"foreign\":true,")
+          .contains("{\"partition\":1,")
+          .contains("\"leader\":null,\"waiters\":[]}]")
+          .contains("]}],\"foreignQueued\":true}");
+    } finally {
+      db.terminateBackend(malloryPid);
+      queued.exceptionally(e -> null).join();
+      m.close();
     }
   }
 }

@@ -407,6 +407,35 @@ public final class SessionSql {
   }
 
   /**
+   * The sessions queued on a key ({@code pg_locks} rows not granted), in queue order: pid,
+   * application_name, usename, foreign (the session is not of the candidates' role, {@link
+   * #candidateRole}: its name counts for nothing), the lock mode requested, when it began to wait
+   * ({@code pg_locks.waitstart}), and how many of the key's other queued sessions are ahead of it.
+   * {@code pg_locks} has no order; the count comes from the lock manager itself: {@code
+   * pg_blocking_pids} of a waiting session names the holder and every session queued ahead of it
+   * with a conflicting request. Ties (shared requests do not conflict) go by {@code waitstart},
+   * then pid. One read of {@code pg_locks}; one {@code pg_blocking_pids} call per queued session.
+   * Binds: key locks.
+   *
+   * @param key the key
+   * @param role the candidates' role, or null for the asking session's own
+   * @return the statement
+   */
+  public static String waiters(LockKey key, String role) {
+    return "WITH w AS MATERIALIZED (SELECT l.pid, l.mode, l.waitstart FROM pg_catalog.pg_locks l"
+        + " WHERE l.locktype = 'advisory' AND NOT l.granted AND l.database = "
+        + THIS_DATABASE
+        + " AND "
+        + KeySql.pgLocksPredicate(key, "l")
+        + ") SELECT w.pid, a.application_name, a.usename, NOT "
+        + candidateRole("a", role)
+        + ", w.mode, w.waitstart, (SELECT pg_catalog.count(DISTINCT v.pid) FROM w v WHERE v.pid"
+        + " = ANY (b.pids))::int4 AS ahead FROM w LEFT JOIN pg_catalog.pg_stat_activity a ON"
+        + " a.pid = w.pid CROSS JOIN LATERAL (SELECT pg_catalog.pg_blocking_pids(w.pid) AS pids"
+        + " OFFSET 0) b ORDER BY ahead, w.waitstart NULLS LAST, w.pid";
+  }
+
+  /**
    * The sessions still alive among pids: pid, application_name (one read of {@code
    * pg_stat_activity}, whose size is the number of sessions, never the lock table's). Binds: the
    * pids (int4 array).
