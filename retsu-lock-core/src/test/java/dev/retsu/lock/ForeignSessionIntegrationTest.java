@@ -286,4 +286,26 @@ class ForeignSessionIntegrationTest {
     assertThat(db.advisoryKeyHolders(key.value()))
         .containsExactly(b.currentTerm().orElseThrow().backendPid());
   }
+
+  /**
+   * A shared lock of another role blocks every candidate as surely as an exclusive one: it is shown
+   * as a foreign holder, never as "nobody holds the key".
+   */
+  @Test
+  void aForeignSharedLockIsShownAsAForeignHolder(TestDatabase db) throws Exception {
+    String role = hostileRole(db);
+    LockKey key = TestKeys.next();
+    Connection m = track(as(db, role).getConnection());
+    try (Statement st = m.createStatement()) {
+      st.execute("SELECT pg_catalog.set_config('application_name', 'retsu-lock:x#1/1', false)");
+      st.execute("SELECT pg_catalog.pg_advisory_lock_shared(" + key.value() + ")");
+    }
+    LeaderInfo info = LeaderInfo.of(db.dataSource(), key).orElseThrow();
+    assertThat(info.foreign()).isTrue();
+    assertThat(info.candidateId()).isEmpty();
+    assertThat(info.token()).isEmpty();
+    LockHolder holder = AdvisoryLock.of(db.dataSource(), key).currentHolder().orElseThrow();
+    assertThat(holder.foreign()).isTrue();
+    assertThat(holder.candidateId()).isEmpty();
+  }
 }

@@ -58,6 +58,16 @@ public final class SessionSql {
   private SessionSql() {}
 
   /**
+   * Which granted {@code pg_locks} rows (alias {@code l}, with {@code a} its {@code
+   * pg_stat_activity}) hold a key against the candidates: an exclusive lock, or a shared one of a
+   * session outside the candidates' role (it blocks every candidate as surely). A shared lock of
+   * the candidates' role is a standby's momentary probe, not a hold.
+   */
+  private static String holds(String role) {
+    return "(l.mode = 'ExclusiveLock' OR NOT " + candidateRole("a", role) + ")";
+  }
+
+  /**
    * Whether the {@code pg_stat_activity} row {@code activity} is a session of the candidates' role
    * (DESIGN invariant 9): the role it logged in as ({@code usesysid}, written by the server, never
    * by the session) is {@code role}, or, when {@code role} is null, the role the asking session
@@ -393,11 +403,13 @@ public final class SessionSql {
    */
   public static String holders(String role) {
     return "SELECT l.classid::int8, l.objid::int8, l.objsubid::int4, l.pid, a.application_name,"
-        + " a.state_change, pg_catalog.current_database(), NOT "
+        + " a.state_change, pg_catalog.current_database(), l.mode <> 'ExclusiveLock' OR NOT "
         + candidateRole("a", role)
         + ", a.usename FROM pg_catalog.pg_locks l LEFT JOIN"
         + " pg_catalog.pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND"
-        + " l.granted AND l.mode = 'ExclusiveLock' AND l.database = "
+        + " l.granted AND "
+        + holds(role)
+        + " AND l.database = "
         + THIS_DATABASE
         + " AND (l.classid, l.objid, l.objsubid) IN (SELECT CASE WHEN k.pair THEN k.a::int8 ELSE"
         + " (k.v >> 32) & 4294967295 END::oid, CASE WHEN k.pair THEN k.b::int8 ELSE k.v &"
@@ -461,13 +473,16 @@ public final class SessionSql {
    */
   public static String currentHolder(LockKey key, String role) {
     return "SELECT l.pid, a.application_name, a.usename, pg_catalog.host(a.client_addr),"
-        + " a.backend_start, pg_catalog.current_database(), NOT "
+        + " a.backend_start, pg_catalog.current_database(), l.mode <> 'ExclusiveLock' OR NOT "
         + candidateRole("a", role)
         + " FROM pg_catalog.pg_locks l LEFT JOIN"
         + " pg_catalog.pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND"
-        + " l.granted AND l.mode = 'ExclusiveLock' AND l.database = "
+        + " l.granted AND "
+        + holds(role)
+        + " AND l.database = "
         + THIS_DATABASE
         + " AND "
-        + KeySql.pgLocksPredicate(key, "l");
+        + KeySql.pgLocksPredicate(key, "l")
+        + " ORDER BY l.mode = 'ExclusiveLock' DESC";
   }
 }
