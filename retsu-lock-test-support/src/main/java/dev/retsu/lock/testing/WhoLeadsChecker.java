@@ -1,0 +1,201 @@
+package dev.retsu.lock.testing;
+
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Checks that every "who leads" answer (a watch's view, a one-query read, the CLI) named a real
+ * term: the fault suite samples the answers during a run, and this rebuilds the candidates' terms
+ * from the same events {@link TermChecker} reads (ACQUIRED with term, token and backend pid; LOST)
+ * and judges each answer:
+ *
+ * <ul>
+ *   <li><b>a candidate named</b> (not foreign): some term of that candidate with that backend pid
+ *       and that token was live at that moment, within the answer's lag (its span is [ACQUIRED −
+ *       lag, LOST + lag]; a term without LOST is open); and the pid is never a hostile session's;
+ *   <li><b>a foreign holder</b>: a hostile session that held the key within the lag, never a
+ *       candidate's session;
+ *   <li><b>nobody</b>: no term was surely live, i.e. none started at least a lag before and had
+ *       neither ended nor been struck by a fault (which may end it on the server before its
+ *       candidate reports it) by that moment.
+ * </ul>
+ *
+ * The lag is the documented delay of the source (a watch sees a change within its {@code
+ * checkInterval} plus a round trip; a read is current when it runs) plus the time a candidate takes
+ * to print its event. All times are one machine's CLOCK_MONOTONIC, as in {@link TermChecker}.
+ */
+public final class WhoLeadsChecker {
+
+  /**
+   * One answer to "who leads this key".
+   *
+   * @param nanos when it was given, on the machine's monotonic clock
+   * @param source where it came from ({@code watch}, {@code info}, ...), for messages
+   * @param lagNanos how far the answer may trail the truth (see the class comment)
+   * @param candidate the candidate it named, null for nobody or a foreign holder
+   * @param pid the holder's backend pid, 0 for nobody
+   * @param token the token it named as {@code timeline/xid}, null when none
+   * @param foreign whether it showed a holder outside the candidates' role
+   */
+  public record Answer(
+      long nanos,
+      String source,
+      long lagNanos,
+      String candidate,
+      int pid,
+      String token,
+      boolean foreign) {
+
+    /**
+     * Nobody leads.
+     *
+     * @param nanos when
+     * @param source where from
+     * @param lagNanos its lag
+     * @return the answer
+     */
+    public static Answer nobody(long nanos, String source, long lagNanos) {
+      return new Answer(nanos, source, lagNanos, null, 0, null, false);
+    }
+
+    @Override
+    public String toString() {
+      String who =
+          pid == 0
+              ? "nobody"
+              : foreign
+                  ? "foreign pid " + pid
+                  : "candidate " + candidate + " pid " + pid + " token " + token;
+      return source + " said " + who;
+    }
+  }
+
+  /**
+   * A span in which a hostile session held the key.
+   *
+   * @param pid its backend pid
+   * @param from when it was granted (at the latest)
+   * @param to when it let go (at the earliest: its session's close returned)
+   */
+  public record ForeignHold(int pid, long from, long to) {}
+
+  private record Span(String member, String number, String token, int pid, long start, long end) {}
+
+  private WhoLeadsChecker() {}
+
+  /**
+   * Judges every answer about one key.
+   *
+   * @param timeline the candidates' events about the key, by time (the member is the candidate id)
+   * @param answers the sampled answers
+   * @param hostilePids every backend pid of a hostile session during the run
+   * @param holds when hostile sessions held the key
+   * @param strucks per term ({@code member#number}), when a fault struck it: from then on its
+   *     session may be gone before its LOST
+   * @return one line per false answer, empty when every answer was true
+   */
+  public static List<String> check(
+      List<TermChecker.Event> timeline,
+      Collection<Answer> answers,
+      Set<Integer> hostilePids,
+      Collection<ForeignHold> holds,
+      Map<String, Long> strucks) {
+    List<Span> spans = spans(timeline);
+    List<String> out = new ArrayList<>();
+    for (Answer a : answers) {
+      String wrong = judge(a, spans, hostilePids, holds, strucks);
+      if (wrong != null) {
+        out.add(
+            String.format(
+                Locale.ROOT, "FALSE WHO-LEADS at %.1f ms: %s: %s", a.nanos() / 1e6, a, wrong));
+      }
+    }
+    return out;
+  }
+
+  private static String judge(
+      Answer a,
+      List<Span> spans,
+      Set<Integer> hostilePids,
+      Collection<ForeignHold> holds,
+      Map<String, Long> strucks) {
+    long t = a.nanos();
+    long lag = a.lagNanos();
+    if (a.pid() == 0) {
+      for (Span s : spans) {
+        long sureEnd =
+            Math.min(s.end(), strucks.getOrDefault(s.member() + "#" + s.number(), s.end()));
+        if (s.start() + lag <= t && t < sureEnd) {
+          return "while term " + s.member() + "#" + s.number() + " (pid " + s.pid() + ") was live";
+        }
+      }
+      return null;
+    }
+    if (a.foreign()) {
+      for (Span s : spans) {
+        if (s.pid() == a.pid() && s.start() - lag <= t && t <= plus(s.end(), lag)) {
+          return "a candidate's session (term "
+              + s.member()
+              + "#"
+              + s.number()
+              + ") shown as foreign";
+        }
+      }
+      for (ForeignHold h : holds) {
+        if (h.pid() == a.pid() && h.from() - lag <= t && t <= plus(h.to(), lag)) {
+          return null;
+        }
+      }
+      return "no hostile session held the key then";
+    }
+    if (hostilePids.contains(a.pid())) {
+      return "a hostile session named as a candidate";
+    }
+    for (Span s : spans) {
+      if (s.member().equals(a.candidate())
+          && s.pid() == a.pid()
+          && s.token().equals(a.token())
+          && s.start() - lag <= t
+          && t <= plus(s.end(), lag)) {
+        return null;
+      }
+    }
+    return "no such term was live then";
+  }
+
+  private static long plus(long a, long b) {
+    return a > Long.MAX_VALUE - b ? Long.MAX_VALUE : a + b;
+  }
+
+  private static List<Span> spans(List<TermChecker.Event> timeline) {
+    List<Span> spans = new ArrayList<>();
+    for (TermChecker.Event e : timeline) {
+      if (e.kind().equals("ACQUIRED")) {
+        String number = e.fields().get(0);
+        long end = Long.MAX_VALUE;
+        for (TermChecker.Event l : timeline) {
+          if (l.kind().equals("LOST")
+              && l.member().equals(e.member())
+              && l.fields().get(0).equals(number)
+              && l.nanos() >= e.nanos()) {
+            end = l.nanos();
+            break;
+          }
+        }
+        spans.add(
+            new Span(
+                e.member(),
+                number,
+                e.fields().get(1),
+                Integer.parseInt(e.fields().get(2)),
+                e.nanos(),
+                end));
+      }
+    }
+    return spans;
+  }
+}
