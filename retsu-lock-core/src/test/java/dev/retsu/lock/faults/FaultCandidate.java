@@ -4,6 +4,7 @@ import dev.retsu.lock.FailurePolicy;
 import dev.retsu.lock.LeaderContext;
 import dev.retsu.lock.LeaderListener;
 import dev.retsu.lock.LeaderLoop;
+import dev.retsu.lock.LeaderLoopBuilder;
 import dev.retsu.lock.LeadershipLostException;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.LossReason;
@@ -62,8 +63,11 @@ import org.postgresql.ds.PGSimpleDataSource;
  * <sqlstate>}, status 3). A SIGTERM runs {@link LeaderLoop#close()} from a shutdown hook (a
  * graceful stop).
  *
+ * <p>With {@code DELAY} as the last argument, the loop turns on the lock-delay after an abnormal
+ * loss ({@code takeoverDelay()}: its {@code selfFenceAfter}, 2 s here).
+ *
  * <p>Arguments: jdbcUrl user password candidateId key takeover(POLL|WAIT) seed taskMinMs taskMaxMs
- * taskMode(PLAIN|TX|MIXED) refreshTimeoutMs [policy(STEP_DOWN|EXIT)]
+ * taskMode(PLAIN|TX|MIXED) refreshTimeoutMs [policy(STEP_DOWN|EXIT) [DELAY]]
  */
 public final class FaultCandidate {
 
@@ -194,7 +198,7 @@ public final class FaultCandidate {
    * Runs the candidate.
    *
    * @param args jdbcUrl user password candidateId key takeover seed taskMinMs taskMaxMs taskMode
-   *     refreshTimeoutMs [policy]
+   *     refreshTimeoutMs [policy [DELAY]]
    */
   public static void main(String[] args) {
     PGSimpleDataSource ds = new PGSimpleDataSource();
@@ -207,8 +211,13 @@ public final class FaultCandidate {
     Random random = new Random(Long.parseLong(args[6]));
     TimedTask.Profile profile =
         new TimedTask.Profile(Long.parseLong(args[7]), Long.parseLong(args[8]), args[9]);
+    LeaderLoopBuilder builder =
+        FaultTiming.fast(LeaderLoop.builder(ds, LockKey.of(Long.parseLong(args[4]))));
+    if (args.length > 12 && args[12].equals("DELAY")) {
+      builder.takeoverDelay();
+    }
     LeaderLoop loop =
-        FaultTiming.fast(LeaderLoop.builder(ds, LockKey.of(Long.parseLong(args[4]))))
+        builder
             .refreshTimeout(Duration.ofMillis(Long.parseLong(args[10])))
             .candidateId(args[3])
             .takeover(TakeoverMode.valueOf(args[5]))

@@ -57,10 +57,10 @@ import org.junit.jupiter.params.provider.MethodSource;
 @ExtendWith(PostgresExtension.class)
 class FaultInjectionIntegrationTest {
 
-  private static final Duration WITHIN = Duration.ofSeconds(60);
+  static final Duration WITHIN = Duration.ofSeconds(60);
   static final int ROUNDS = Integer.getInteger("retsu.faults.rounds", 1);
   private static final int RANDOM_ROUNDS = Integer.getInteger("retsu.faults.randomRounds", 4);
-  private static final long SEED = Long.getLong("retsu.faults.seed", 20261130L);
+  static final long SEED = Long.getLong("retsu.faults.seed", 20261130L);
 
   /**
    * How long an armed phase lasts at least: the parent injects when it reads PHASE, and the fault
@@ -69,7 +69,7 @@ class FaultInjectionIntegrationTest {
    * frees the lock, the successor's term has begun before the hit leader's task reaches its check;
    * well inside the 1 s task timeout.
    */
-  private static final long LINGER_MS = 600;
+  static final long LINGER_MS = 600;
 
   /** The role-level idle-in-transaction timeout, and how long the task idles past it. */
   private static final long IDLE_IN_TX_TIMEOUT_MS = 500;
@@ -592,7 +592,7 @@ class FaultInjectionIntegrationTest {
    * Arms a phase of the leader and returns its PHASE line once it is there. For {@link Phase#CLOSE}
    * the leader is stopped gracefully (SIGTERM), so the phase is inside close().
    */
-  private static TermChecker.Event arm(
+  static TermChecker.Event arm(
       Fleet fleet, Fleet.Member leader, Phase phase, Action action, long lingerMs) {
     long armed = System.nanoTime();
     leader.send("ARM " + phase + " " + action + " " + lingerMs);
@@ -604,7 +604,7 @@ class FaultInjectionIntegrationTest {
   }
 
   /** Records the figures of a scenario, then fails with every violation and the seed. */
-  private static void judge(
+  static void judge(
       String scenario,
       TermChecker.Result result,
       List<TermChecker.Injection> injections,
@@ -663,11 +663,11 @@ class FaultInjectionIntegrationTest {
   /**
    * Each scenario draws from its own stream, so adding or reordering scenarios changes no other.
    */
-  private static long seedFor(String scenario) {
+  static long seedFor(String scenario) {
     return SEED * 1_000_003L + scenario.hashCode();
   }
 
-  private static Phase pick(Random random, Set<Phase> phases) {
+  static Phase pick(Random random, Set<Phase> phases) {
     List<Phase> list = new ArrayList<>(phases);
     return list.get(random.nextInt(list.size()));
   }

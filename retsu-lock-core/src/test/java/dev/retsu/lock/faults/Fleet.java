@@ -154,6 +154,9 @@ final class Fleet implements AutoCloseable {
   /** The URL each candidate's fault proxy sits in front of: the server's, or another proxy's. */
   private final String upstreamUrl;
 
+  /** Whether candidates launched from now on turn on the lock-delay ({@code takeoverDelay()}). */
+  private volatile boolean lockDelay;
+
   private final List<Member> members = new CopyOnWriteArrayList<>();
   final List<Event> all = new CopyOnWriteArrayList<>();
   private int launched;
@@ -193,6 +196,16 @@ final class Fleet implements AutoCloseable {
     this.task = task;
     this.user = user;
     this.password = password;
+  }
+
+  /** Candidates launched from now on turn on the lock-delay after an abnormal loss. */
+  Fleet withLockDelay() {
+    lockDelay = true;
+    return this;
+  }
+
+  long key() {
+    return key;
   }
 
   TakeoverMode takeover() {
@@ -240,7 +253,9 @@ final class Fleet implements AutoCloseable {
                 Long.toString(task.minMs()),
                 Long.toString(task.maxMs()),
                 task.mode(),
-                Long.toString(task.refreshTimeoutMs())));
+                Long.toString(task.refreshTimeoutMs()),
+                "STEP_DOWN",
+                lockDelay ? "DELAY" : "-"));
     try {
       Files.createDirectories(Path.of("target", "fault-logs"));
       pb.redirectError(Path.of("target", "fault-logs", id + ".log").toFile());

@@ -15,8 +15,10 @@ import java.util.Set;
  *
  * <ul>
  *   <li><b>a candidate named</b> (not foreign): some term of that candidate with that backend pid
- *       and that token was live at that moment, within the answer's lag (its span is [ACQUIRED −
- *       lag, LOST + lag]; a term without LOST is open); and the pid is never a hostile session's;
+ *       and that token had not ended before that moment, within the answer's lag (until LOST + lag;
+ *       a term without LOST is open; from its grant, which may precede its ACQUIRED by the
+ *       lock-delay: a token names one term only); without a token, a session of one of that
+ *       candidate's terms; and the pid is never a hostile session's;
  *   <li><b>a foreign holder</b>: a hostile session that held the key within the lag, never a
  *       candidate's session;
  *   <li><b>nobody</b>: no term was surely live, i.e. none started at least a lag before and had
@@ -155,16 +157,39 @@ public final class WhoLeadsChecker {
     if (hostilePids.contains(a.pid())) {
       return "a hostile session named as a candidate";
     }
+    StringBuilder terms = new StringBuilder();
     for (Span s : spans) {
-      if (s.member().equals(a.candidate())
-          && s.pid() == a.pid()
-          && s.token().equals(a.token())
-          && s.start() - lag <= t
-          && t <= plus(s.end(), lag)) {
+      if (!s.member().equals(a.candidate())) {
+        continue;
+      }
+      terms.append(
+          String.format(
+              Locale.ROOT,
+              " %s#%s (pid %d, token %s, %.1f to %s ms)",
+              s.member(),
+              s.number(),
+              s.pid(),
+              s.token(),
+              s.start() / 1e6,
+              s.end() == Long.MAX_VALUE
+                  ? "open"
+                  : String.format(Locale.ROOT, "%.1f", s.end() / 1e6)));
+      if (s.pid() != a.pid()) {
+        continue;
+      }
+      if (a.token() == null) {
+        // the candidate's own session, claiming no term (before its token statement, or while
+        // it lets go): it names no term, and the session is that candidate's
+        return null;
+      }
+      // The server grants the key with the term's token before the candidate reports the term
+      // (by the lock-delay, when the previous end was not graceful): a session with this pid and
+      // this token is that term from its grant on, and no token names two terms.
+      if (s.token().equals(a.token()) && t <= plus(s.end(), lag)) {
         return null;
       }
     }
-    return "no such term was live then";
+    return "no such term was live then; terms of that candidate:" + terms;
   }
 
   private static long plus(long a, long b) {

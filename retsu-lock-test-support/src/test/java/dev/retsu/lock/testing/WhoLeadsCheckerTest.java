@@ -51,6 +51,8 @@ class WhoLeadsCheckerTest {
                 named(340, "a", 100, "1/10"), // within the lag after a's end
                 Answer.nobody(310 * MS, "watch", LAG),
                 named(330, "b", 101, "1/11"),
+                named(310, "b", 101, "1/11"), // granted before its onAcquired
+                named(305, "b", 101, null), // its session before the token statement
                 new Answer(450 * MS, "info", LAG, null, 666, null, true)))
         .isEmpty();
   }
