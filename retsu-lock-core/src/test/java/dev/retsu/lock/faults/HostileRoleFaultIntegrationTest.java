@@ -74,11 +74,10 @@ class HostileRoleFaultIntegrationTest {
   private static final Duration WITHIN = FaultInjectionIntegrationTest.WITHIN;
 
   /** How far a one-query read may trail the candidates' own events (the read and the print). */
-  private static final long INFO_LAG = TimeUnit.MILLISECONDS.toNanos(300);
+  static final long INFO_LAG = TimeUnit.MILLISECONDS.toNanos(300);
 
   /** How far a watch may trail: its {@code checkInterval} plus a round trip and the print. */
-  private static final long WATCH_LAG =
-      LeaderWatch.DEFAULT_CHECK_INTERVAL.plusMillis(500).toNanos();
+  static final long WATCH_LAG = LeaderWatch.DEFAULT_CHECK_INTERVAL.plusMillis(500).toNanos();
 
   /** What mallory does in a round. */
   enum Forgery {
@@ -173,7 +172,8 @@ class HostileRoleFaultIntegrationTest {
           lockKey,
           change ->
               answers.add(answer(System.nanoTime(), "watch-change", WATCH_LAG, change.leader())));
-      Sampler sampler = new Sampler(db.dataSource(), watch, lockKey, answers);
+      Sampler sampler =
+          new Sampler(db.dataSource(), watch, List.of(lockKey), Map.of(lockKey, answers), 50);
       if (lockDelay) {
         fleet.withLockDelay();
       }
@@ -312,7 +312,7 @@ class HostileRoleFaultIntegrationTest {
   }
 
   /** Mallory's forgery of a round against the leader's term. */
-  private static void strike(
+  static void strike(
       Mallory mallory,
       Forgery forgery,
       long key,
@@ -371,20 +371,30 @@ class HostileRoleFaultIntegrationTest {
         i.foreign());
   }
 
-  /** Samples "who leads" every 50 ms: the watch's view and a one-query read. */
+  /**
+   * Samples "who leads" every {@code everyMs} for each key: the watch's view and one query for all
+   * keys ({@link LeaderInfo#of(DataSource, java.util.Collection)}).
+   */
   static final class Sampler {
     private final DataSource ds;
     private final LeaderWatch watch;
-    private final LockKey key;
-    private final List<Answer> answers;
+    private final List<LockKey> keys;
+    private final Map<LockKey, List<Answer>> answers;
+    private final long everyMs;
     private final Thread thread;
     private volatile boolean stop;
 
-    Sampler(DataSource ds, LeaderWatch watch, LockKey key, List<Answer> answers) {
+    Sampler(
+        DataSource ds,
+        LeaderWatch watch,
+        List<LockKey> keys,
+        Map<LockKey, List<Answer>> answers,
+        long everyMs) {
       this.ds = ds;
       this.watch = watch;
-      this.key = key;
+      this.keys = List.copyOf(keys);
       this.answers = answers;
+      this.everyMs = everyMs;
       this.thread = new Thread(this::run, "retsu-lock-test-who-leads-sampler");
       thread.setDaemon(true);
     }
@@ -395,18 +405,29 @@ class HostileRoleFaultIntegrationTest {
 
     private void run() {
       while (!stop) {
-        answers.add(answer(System.nanoTime(), "watch", WATCH_LAG, watch.leader(key)));
+        long now = System.nanoTime();
+        for (LockKey k : keys) {
+          answers.get(k).add(answer(now, "watch", WATCH_LAG, watch.leader(k)));
+        }
         long before = System.nanoTime();
         try {
-          Optional<LeaderInfo> read = LeaderInfo.of(ds, key);
+          Map<LockKey, LeaderInfo> read = LeaderInfo.of(ds, keys);
           long after = System.nanoTime();
-          answers.add(
-              answer(before + (after - before) / 2, "info", INFO_LAG + (after - before), read));
+          for (LockKey k : keys) {
+            answers
+                .get(k)
+                .add(
+                    answer(
+                        before + (after - before) / 2,
+                        "info",
+                        INFO_LAG + (after - before),
+                        Optional.ofNullable(read.get(k))));
+          }
         } catch (RuntimeException e) {
           // a read that failed answered nothing
         }
         // a sampling cadence, not a wait for a condition
-        await().pollDelay(Duration.ofMillis(50)).atMost(WITHIN).until(() -> true);
+        await().pollDelay(Duration.ofMillis(everyMs)).atMost(WITHIN).until(() -> true);
       }
     }
 

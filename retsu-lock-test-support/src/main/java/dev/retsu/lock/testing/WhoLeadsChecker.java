@@ -21,9 +21,9 @@ import java.util.Set;
  *       candidate's terms; and the pid is never a hostile session's;
  *   <li><b>a foreign holder</b>: a hostile session that held the key within the lag, never a
  *       candidate's session;
- *   <li><b>nobody</b>: no term was surely live, i.e. none started at least a lag before and had
- *       neither ended nor been struck by a fault (which may end it on the server before its
- *       candidate reports it) by that moment.
+ *   <li><b>nobody</b>: no term was surely live, i.e. none started at least a lag before and neither
+ *       ended nor was struck by a fault (which may end it on the server before its candidate
+ *       reports it) within a lag after.
  * </ul>
  *
  * The lag is the documented delay of the source (a watch sees a change within its {@code
@@ -31,6 +31,9 @@ import java.util.Set;
  * to print its event. All times are one machine's CLOCK_MONOTONIC, as in {@link TermChecker}.
  */
 public final class WhoLeadsChecker {
+
+  private static final Set<String> CLIENT_ENDED =
+      Set.of("CLOSED", "YIELDED", "REFRESH_FAILED", "REFRESH_TIMED_OUT");
 
   /**
    * One answer to "who leads this key".
@@ -106,10 +109,34 @@ public final class WhoLeadsChecker {
       Set<Integer> hostilePids,
       Collection<ForeignHold> holds,
       Map<String, Long> strucks) {
-    List<Span> spans = spans(timeline);
+    return check(timeline, answers, hostilePids, holds, strucks, Map.of());
+  }
+
+  /**
+   * Judges every answer about one key of a {@code LeaderGroup}, whose sessions hold many keys and
+   * show only their newest token (the documented limit of a read from {@code pg_locks}): a token
+   * that any term on the named session had, on any key, passes for a term of this key on that
+   * session that was live then.
+   *
+   * @param timeline the candidates' events about the key, by time
+   * @param answers the sampled answers
+   * @param hostilePids every backend pid of a hostile session during the run
+   * @param holds when hostile sessions held the key
+   * @param strucks per term ({@code member#number}), when a fault struck it
+   * @param sessionTokens per backend pid, the tokens of every term on that session, any key
+   * @return one line per false answer, empty when every answer was true
+   */
+  public static List<String> check(
+      List<TermChecker.Event> timeline,
+      Collection<Answer> answers,
+      Set<Integer> hostilePids,
+      Collection<ForeignHold> holds,
+      Map<String, Long> strucks,
+      Map<Integer, Set<String>> sessionTokens) {
+    List<Span> spans = spans(timeline, holds);
     List<String> out = new ArrayList<>();
     for (Answer a : answers) {
-      String wrong = judge(a, spans, hostilePids, holds, strucks);
+      String wrong = judge(a, spans, hostilePids, holds, strucks, sessionTokens);
       if (wrong != null) {
         out.add(
             String.format(
@@ -124,14 +151,15 @@ public final class WhoLeadsChecker {
       List<Span> spans,
       Set<Integer> hostilePids,
       Collection<ForeignHold> holds,
-      Map<String, Long> strucks) {
+      Map<String, Long> strucks,
+      Map<Integer, Set<String>> sessionTokens) {
     long t = a.nanos();
     long lag = a.lagNanos();
     if (a.pid() == 0) {
       for (Span s : spans) {
         long sureEnd =
             Math.min(s.end(), strucks.getOrDefault(s.member() + "#" + s.number(), s.end()));
-        if (s.start() + lag <= t && t < sureEnd) {
+        if (s.start() + lag <= t && plus(t, lag) < sureEnd) {
           return "while term " + s.member() + "#" + s.number() + " (pid " + s.pid() + ") was live";
         }
       }
@@ -188,6 +216,11 @@ public final class WhoLeadsChecker {
       if (s.token().equals(a.token()) && t <= plus(s.end(), lag)) {
         return null;
       }
+      if (sessionTokens.getOrDefault(a.pid(), Set.of()).contains(a.token())
+          && s.start() - lag <= t
+          && t <= plus(s.end(), lag)) {
+        return null; // a group session's newest token, while it held this key's term
+      }
     }
     return "no such term was live then; terms of that candidate:" + terms;
   }
@@ -196,7 +229,12 @@ public final class WhoLeadsChecker {
     return a > Long.MAX_VALUE - b ? Long.MAX_VALUE : a + b;
   }
 
-  private static List<Span> spans(List<TermChecker.Event> timeline) {
+  /**
+   * The terms of the key. A term's span ends at its LOST; one its client ended (a close, a yield, a
+   * refresh that failed) holds the key until its release, after onLost, so its session may be named
+   * holding the key until the key's next grant (another term's ACQUIRED, a hostile hold).
+   */
+  private static List<Span> spans(List<TermChecker.Event> timeline, Collection<ForeignHold> holds) {
     List<Span> spans = new ArrayList<>();
     for (TermChecker.Event e : timeline) {
       if (e.kind().equals("ACQUIRED")) {
@@ -208,6 +246,9 @@ public final class WhoLeadsChecker {
               && l.fields().get(0).equals(number)
               && l.nanos() >= e.nanos()) {
             end = l.nanos();
+            if (CLIENT_ENDED.contains(l.fields().get(1))) {
+              end = nextGrant(timeline, holds, e, l.nanos());
+            }
             break;
           }
         }
@@ -222,5 +263,24 @@ public final class WhoLeadsChecker {
       }
     }
     return spans;
+  }
+
+  private static long nextGrant(
+      List<TermChecker.Event> timeline,
+      Collection<ForeignHold> holds,
+      TermChecker.Event acquired,
+      long lost) {
+    long next = Long.MAX_VALUE;
+    for (TermChecker.Event o : timeline) {
+      if (o.kind().equals("ACQUIRED") && o != acquired && o.nanos() > acquired.nanos()) {
+        next = Math.min(next, o.nanos());
+      }
+    }
+    for (ForeignHold h : holds) {
+      if (h.from() > acquired.nanos()) {
+        next = Math.min(next, h.from());
+      }
+    }
+    return Math.max(lost, next);
   }
 }

@@ -77,6 +77,18 @@ class WhoLeadsCheckerTest {
   }
 
   @Test
+  void aTermItsClientEndedIsTheHolderUntilTheNextGrant() {
+    at(0, "a", "ACQUIRED", "1", "1/10", "100");
+    at(100, "a", "LOST", "1", "CLOSED"); // onLost runs before the release
+    at(900, "b", "ACQUIRED", "1", "1/11", "101");
+    assertThat(check(named(380, "a", 100, "1/10"))).isEmpty(); // mallory is granted at 400
+    assertThat(check(named(1000, "a", 100, "1/10")))
+        .singleElement()
+        .asString()
+        .contains("no such term was live then");
+  }
+
+  @Test
   void aWrongTokenFails() {
     handOver();
     assertThat(check(named(100, "a", 100, "1/11"))).hasSize(1);
