@@ -88,7 +88,11 @@ public final class WhoLeadsChecker {
    */
   public record ForeignHold(int pid, long from, long to) {}
 
-  private record Span(String member, String number, String token, int pid, long start, long end) {}
+  /**
+   * A term: {@code lost} is its LOST, {@code end} the latest moment its session may hold the key.
+   */
+  private record Span(
+      String member, String number, String token, int pid, long start, long lost, long end) {}
 
   private WhoLeadsChecker() {}
 
@@ -158,7 +162,7 @@ public final class WhoLeadsChecker {
     if (a.pid() == 0) {
       for (Span s : spans) {
         long sureEnd =
-            Math.min(s.end(), strucks.getOrDefault(s.member() + "#" + s.number(), s.end()));
+            Math.min(s.lost(), strucks.getOrDefault(s.member() + "#" + s.number(), s.lost()));
         if (s.start() + lag <= t && plus(t, lag) < sureEnd) {
           return "while term " + s.member() + "#" + s.number() + " (pid " + s.pid() + ") was live";
         }
@@ -240,12 +244,14 @@ public final class WhoLeadsChecker {
       if (e.kind().equals("ACQUIRED")) {
         String number = e.fields().get(0);
         long end = Long.MAX_VALUE;
+        long lost = Long.MAX_VALUE;
         for (TermChecker.Event l : timeline) {
           if (l.kind().equals("LOST")
               && l.member().equals(e.member())
               && l.fields().get(0).equals(number)
               && l.nanos() >= e.nanos()) {
             end = l.nanos();
+            lost = l.nanos();
             if (CLIENT_ENDED.contains(l.fields().get(1))) {
               end = nextGrant(timeline, holds, e, l.nanos());
             }
@@ -259,6 +265,7 @@ public final class WhoLeadsChecker {
                 e.fields().get(1),
                 Integer.parseInt(e.fields().get(2)),
                 e.nanos(),
+                lost,
                 end));
       }
     }

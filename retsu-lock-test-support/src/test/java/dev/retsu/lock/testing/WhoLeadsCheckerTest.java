@@ -82,6 +82,7 @@ class WhoLeadsCheckerTest {
     at(100, "a", "LOST", "1", "CLOSED"); // onLost runs before the release
     at(900, "b", "ACQUIRED", "1", "1/11", "101");
     assertThat(check(named(380, "a", 100, "1/10"))).isEmpty(); // mallory is granted at 400
+    assertThat(check(Answer.nobody(380 * MS, "info", LAG))).isEmpty(); // released after onLost
     assertThat(check(named(1000, "a", 100, "1/10")))
         .singleElement()
         .asString()
