@@ -18,7 +18,9 @@ import java.util.Set;
  *       and that token had not ended before that moment, within the answer's lag (until LOST + lag;
  *       a term without LOST is open; from its grant, which may precede its ACQUIRED by the
  *       lock-delay: a token names one term only); without a token, a session of one of that
- *       candidate's terms; and the pid is never a hostile session's;
+ *       candidate's terms; with no candidate at all (a session of the candidates' role whose name
+ *       is none yet), a term's own session around its grant; and the pid is never a hostile
+ *       session's;
  *   <li><b>a foreign holder</b>: a hostile session that held the key within the lag, never a
  *       candidate's session;
  *   <li><b>nobody</b>: no term was surely live, i.e. none started at least a lag before and neither
@@ -188,6 +190,16 @@ public final class WhoLeadsChecker {
     }
     if (hostilePids.contains(a.pid())) {
       return "a hostile session named as a candidate";
+    }
+    if (a.candidate() == null || a.candidate().isEmpty()) {
+      // a session of the candidates' role whose name is no candidate's yet: only a term's own
+      // session, around its grant (a POLL win takes the key before it names the session)
+      for (Span s : spans) {
+        if (s.pid() == a.pid() && s.start() - lag <= t && t <= plus(s.end(), lag)) {
+          return null;
+        }
+      }
+      return "a session of the candidates' role that is no term's";
     }
     StringBuilder terms = new StringBuilder();
     for (Span s : spans) {

@@ -53,6 +53,7 @@ class WhoLeadsCheckerTest {
                 named(330, "b", 101, "1/11"),
                 named(310, "b", 101, "1/11"), // granted before its onAcquired
                 named(305, "b", 101, null), // its session before the token statement
+                named(300, "", 101, null), // its session before it is named
                 new Answer(450 * MS, "info", LAG, null, 666, null, true)))
         .isEmpty();
   }
