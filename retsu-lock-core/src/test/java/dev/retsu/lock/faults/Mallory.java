@@ -128,8 +128,12 @@ final class Mallory implements AutoCloseable {
                 c.close();
                 holds.add(new ForeignHold(pid, from, System.nanoTime()));
               } catch (SQLException e) {
-                // lock_timeout: never granted; the session ends unused
+                // lock_timeout; but PostgreSQL can grant the lock in the instant it fires (the
+                // statement fails and the session keeps the lock), so until the session is gone
+                // it may hold the key
+                long from = System.nanoTime();
                 closeQuietly(c);
+                holds.add(new ForeignHold(pid, from, System.nanoTime()));
               }
             });
     queued.add(done);

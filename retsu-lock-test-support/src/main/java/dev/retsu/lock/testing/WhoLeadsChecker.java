@@ -17,10 +17,11 @@ import java.util.Set;
  *   <li><b>a candidate named</b> (not foreign): some term of that candidate with that backend pid
  *       and that token had not ended before that moment, within the answer's lag (until LOST + lag;
  *       a term without LOST is open; from its grant, which may precede its ACQUIRED by the
- *       lock-delay: a token names one term only); without a token, a session of one of that
- *       candidate's terms; with no candidate at all (a session of the candidates' role whose name
- *       is none yet), a term's own session around its grant; and the pid is never a hostile
- *       session's;
+ *       lock-delay: a token names one term only); without a token, a session of a candidate that
+ *       led during the run (it claims no term: before its token statement, or a closed WAIT
+ *       standby's backend granted the key before it noticed its client was gone); with no candidate
+ *       at all (a session of the candidates' role whose name is none yet), a term's own session
+ *       around its grant; and the pid is never a hostile session's;
  *   <li><b>a foreign holder</b>: a hostile session that held the key within the lag, never a
  *       candidate's session;
  *   <li><b>nobody</b>: no term was surely live, i.e. none started at least a lag before and neither
@@ -201,6 +202,17 @@ public final class WhoLeadsChecker {
       }
       return "a session of the candidates' role that is no term's";
     }
+    if (a.token() == null) {
+      // A session of the candidates' role named after a candidate, claiming no term: before its
+      // token statement, or a closed WAIT standby's backend still queued when the key came free
+      // (it holds the key until it notices its client is gone). It names no term.
+      for (Span s : spans) {
+        if (s.member().equals(a.candidate())) {
+          return null;
+        }
+      }
+      return "a session named after " + a.candidate() + ", which never led";
+    }
     StringBuilder terms = new StringBuilder();
     for (Span s : spans) {
       if (!s.member().equals(a.candidate())) {
@@ -220,11 +232,6 @@ public final class WhoLeadsChecker {
                   : String.format(Locale.ROOT, "%.1f", s.end() / 1e6)));
       if (s.pid() != a.pid()) {
         continue;
-      }
-      if (a.token() == null) {
-        // the candidate's own session, claiming no term (before its token statement, or while
-        // it lets go): it names no term, and the session is that candidate's
-        return null;
       }
       // The server grants the key with the term's token before the candidate reports the term
       // (by the lock-delay, when the previous end was not graceful): a session with this pid and
