@@ -581,16 +581,12 @@ class LeaderGroupFaultIntegrationTest {
    * the membership keys in {@code pg_locks}): a {@code yielded:<i>:1000000000} for every key (a
    * hand-off window of 11 days), and {@code gone:<slot>} and {@code left:<slot>} for the members'
    * slots; then member c joins. The joiner still gets its fair share, and no key has two acting
-   * owners. Off unless {@code retsu.faults.groupChannelForgeries} is true: the group's channel is
-   * hardened on another branch, and main does not pass this yet.
+   * owners.
    */
   @ParameterizedTest(name = "round {0}")
   @MethodSource("dev.retsu.lock.faults.GroupFaults#rounds")
   void forgedGroupChannelNoticesNeitherStarveAJoinerNorGiveAKeyTwoOwners(int round, TestDatabase db)
       throws Exception {
-    Assumptions.assumeTrue(
-        Boolean.getBoolean("retsu.faults.groupChannelForgeries"),
-        "the group channel's forgeries run with -Dretsu.faults.groupChannelForgeries=true");
     String scenario = "group-channel-forgeries";
     Random draw = new Random(GroupFaults.seed(scenario, round));
     setUp(scenario, round, "yielded/gone/left forged, then a join");
