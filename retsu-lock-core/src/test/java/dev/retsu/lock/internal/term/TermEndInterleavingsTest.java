@@ -141,8 +141,8 @@ public class TermEndInterleavingsTest {
             scenario(List.of("announce"), List.of("loseSession", "finish"), List.of("finish")))
         .threads(3)
         .actorsPerThread(1)
-        .iterations(10)
-        .invocationsPerIteration(1_000)
+        .iterations(3)
+        .invocationsPerIteration(500)
         .check(TermEndInterleavingsTest.class);
   }
 
@@ -151,7 +151,7 @@ public class TermEndInterleavingsTest {
     new StressOptions()
         .threads(3)
         .actorsPerThread(2)
-        .iterations(10)
+        .iterations(5)
         .invocationsPerIteration(1_000)
         .check(TermEndInterleavingsTest.class);
   }
