@@ -1,9 +1,9 @@
 package dev.retsu.lock.cli;
 
 import dev.retsu.lock.LockKey;
+import dev.retsu.lock.internal.session.HolderSql;
 import dev.retsu.lock.internal.session.KeySql;
 import dev.retsu.lock.internal.session.Notices;
-import dev.retsu.lock.internal.session.SessionSql;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -15,7 +15,7 @@ import java.util.List;
 import java.util.Optional;
 
 /**
- * A session queued on a key: a {@code pg_locks} row not granted ({@link SessionSql#waiters}). Its
+ * A session queued on a key: a {@code pg_locks} row not granted ({@link HolderSql#waiters}). Its
  * {@code application_name} names a candidate only when the session is of the candidates' role; any
  * other queued session is foreign, whatever its name says.
  *
@@ -51,7 +51,7 @@ record Waiter(
    */
   static List<Waiter> read(Connection conn, LockKey key, String candidateRole) throws SQLException {
     List<Waiter> out = new ArrayList<>();
-    try (PreparedStatement ps = conn.prepareStatement(SessionSql.waiters(key, candidateRole))) {
+    try (PreparedStatement ps = conn.prepareStatement(HolderSql.waiters(key, candidateRole))) {
       KeySql.bindLocks(ps, 1, key);
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {

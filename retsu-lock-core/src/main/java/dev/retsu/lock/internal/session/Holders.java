@@ -63,7 +63,7 @@ public final class Holders {
     if (keys.isEmpty()) {
       return out;
     }
-    try (PreparedStatement ps = conn.prepareStatement(SessionSql.holders(role))) {
+    try (PreparedStatement ps = conn.prepareStatement(HolderSql.holders(role))) {
       KeySql.bindArrays(conn, ps, 1, keys);
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
@@ -149,7 +149,7 @@ public final class Holders {
     try (Connection conn = spec.dataSource().getConnection()) {
       int previous = conn.getNetworkTimeout();
       conn.setNetworkTimeout(SessionTerminator.DIRECT, spec.roundTripMillis());
-      try (PreparedStatement ps = conn.prepareStatement(SessionSql.currentHolder(spec.key()))) {
+      try (PreparedStatement ps = conn.prepareStatement(HolderSql.currentHolder(spec.key()))) {
         KeySql.bindLocks(ps, 1, spec.key());
         try (ResultSet rs = ps.executeQuery()) {
           if (!rs.next()) {

@@ -5,12 +5,12 @@ import dev.retsu.lock.LeaderChangeListener;
 import dev.retsu.lock.LeaderInfo;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.internal.TimeSource;
+import dev.retsu.lock.internal.session.HolderSql;
 import dev.retsu.lock.internal.session.Holders;
 import dev.retsu.lock.internal.session.Notices;
 import dev.retsu.lock.internal.session.PgSession;
 import dev.retsu.lock.internal.session.Session;
 import dev.retsu.lock.internal.session.SessionOpener;
-import dev.retsu.lock.internal.session.SessionSql;
 import dev.retsu.lock.internal.term.Wakeup;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -253,7 +253,7 @@ public final class Watcher implements Runnable {
 
   private static Map<Integer, String> alive(Connection c, Set<Integer> pids) throws SQLException {
     Map<Integer, String> out = new HashMap<>();
-    try (PreparedStatement ps = c.prepareStatement(SessionSql.alive())) {
+    try (PreparedStatement ps = c.prepareStatement(HolderSql.alive())) {
       ps.setArray(1, c.createArrayOf("int4", pids.toArray()));
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
