@@ -44,6 +44,18 @@ final class WatchedKeys {
   /** Keys a notice asked to read again, with the notice's cause. */
   private final Map<LockKey, LeaderChange.Cause> hints = new HashMap<>();
 
+  /**
+   * How long a candidate's holder that shows no token yet is held back: a POLL or group grant takes
+   * the key in one statement and the token in the next, and a read between them would otherwise
+   * deliver the term twice (first without its token). The token's {@code acquired} notice asks for
+   * the read that delivers it; a holder that never takes a token (a plain lease) goes out when this
+   * has passed.
+   */
+  static final long TOKENLESS_GRACE_NANOS = 1_000_000_000L;
+
+  /** Keys whose holder showed no token yet: when the grace ends (nanoTime). */
+  private final Map<LockKey, Long> tokenless = new HashMap<>();
+
   /** One watched key: its listeners, what was delivered. */
   private static final class KeyState {
     final LockKey key;
@@ -98,6 +110,7 @@ final class WatchedKeys {
         view.remove(key);
         pendingReads.remove(key);
         hints.remove(key);
+        tokenless.remove(key);
       }
     }
   }
@@ -107,8 +120,20 @@ final class WatchedKeys {
     pendingReads.addAll(keys.keySet());
   }
 
-  /** The keys waiting for their read, now no longer waiting; empty when none. */
+  /**
+   * The keys waiting for their read, now no longer waiting (among them those whose tokenless holder
+   * was held back long enough); empty when none.
+   */
   List<LockKey> takePendingReads() {
+    if (!tokenless.isEmpty()) {
+      long now = time.nanoTime();
+      tokenless.forEach(
+          (key, until) -> {
+            if (now - until >= 0) {
+              pendingReads.add(key);
+            }
+          });
+    }
     List<LockKey> read = new ArrayList<>(pendingReads);
     pendingReads.clear();
     return read;
@@ -134,12 +159,36 @@ final class WatchedKeys {
               && k.highest != null
               && info.token().get().compareTo(k.highest) < 0;
       LeaderChange.Cause hint = hints.remove(key);
+      if (heldBack(key, info)) {
+        if (hint != null) {
+          hints.put(key, hint);
+        }
+        continue;
+      }
       if (!older && (!k.known || !same(k.current, now))) {
         LeaderChange.Cause cause = cause(hint, now);
         deliver(k, cause == LeaderChange.Cause.ACQUIRED ? now.map(this::seenNow) : now, cause);
       }
       k.known = true;
     }
+  }
+
+  /**
+   * Whether a read's holder is a candidate's grant whose token is not shown yet, within its grace:
+   * it is not delivered now (the read that shows the token, or the grace's end, delivers it).
+   */
+  private boolean heldBack(LockKey key, LeaderInfo info) {
+    if (info == null || info.foreign() || info.token().isPresent()) {
+      tokenless.remove(key);
+      return false;
+    }
+    long now = time.nanoTime();
+    Long until = tokenless.putIfAbsent(key, now + TOKENLESS_GRACE_NANOS);
+    if (until != null && now - until >= 0) {
+      tokenless.remove(key);
+      return false;
+    }
+    return true;
   }
 
   /** A new term a notice announced and a read confirmed: {@code acquiredAt} is when it was seen. */
