@@ -298,14 +298,15 @@ public abstract class AbstractLeaderWatchIntegrationTest {
                 await()
                     .atMost(Duration.ofSeconds(10))
                     .until(() -> group.holds("a") && group.holds("b"));
+                // Each key's term is heard once, with its token (the failure shows what was).
                 await()
                     .atMost(Duration.ofSeconds(10))
-                    .until(
+                    .untilAsserted(
                         () ->
-                            seen.events.stream()
-                                    .filter(e -> e.getName().equals("g") && e.isThisInstance())
-                                    .count()
-                                == 2);
+                            assertThat(seen.events)
+                                .filteredOn(e -> e.getName().equals("g") && e.isThisInstance())
+                                .hasSize(2)
+                                .allMatch(e -> e.getToken().isPresent()));
                 assertThat(seen.events)
                     .filteredOn(e -> e.getName().equals("g"))
                     .allMatch(e -> e.getSource() == group)
