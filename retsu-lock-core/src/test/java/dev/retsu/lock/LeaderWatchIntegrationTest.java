@@ -369,4 +369,40 @@ class LeaderWatchIntegrationTest {
                     .map(h -> h.applicationName().equals("retsu-lock:reset#" + t.fencingToken()))
                     .orElse(false));
   }
+
+  @Test
+  void aHolderReadBetweenTheGrantAndItsTokenStatementIsHeardOnceWithItsToken(TestDatabase db)
+      throws Exception {
+    long key = TestKeys.nextValue();
+    LeaderWatch w = track(LeaderWatch.builder(db.dataSource()).name("grant").open());
+    try (java.sql.Connection c = track(db.connect());
+        java.sql.Statement st = c.createStatement()) {
+      // A POLL grant's first statement: the key, under the candidate's name and no token yet.
+      st.execute("SET application_name = 'retsu-lock:solo'");
+      st.execute("SELECT pg_advisory_lock(" + key + ")");
+      int pid =
+          db.queryInts(
+                  "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = "
+                      + key
+                      + " AND granted")
+              .get(0);
+      Heard h = new Heard();
+      w.watch(LockKey.of(key), h);
+      // The watch reads the key now; the holder it finds has no token: nothing goes out yet.
+      await().during(Duration.ofMillis(300)).atMost(WITHIN).until(h.changes::isEmpty);
+      // The grant's second statement: the token in the name and the acquired notice.
+      st.execute(
+          "SELECT set_config('application_name', 'retsu-lock:solo#1/4242', false), pg_notify('"
+              + "retsu_lock', 'acquired 1:"
+              + key
+              + " "
+              + pid
+              + " 1/4242 solo')");
+      await().atMost(WITHIN).until(() -> h.changes.size() == 1);
+      await().during(Duration.ofMillis(300)).atMost(WITHIN).until(() -> h.changes.size() == 1);
+      assertThat(h.changes.get(0).leader().orElseThrow().token())
+          .contains(new FencingToken(1, 4242));
+      assertThat(h.changes.get(0).cause()).isEqualTo(LeaderChange.Cause.ACQUIRED);
+    }
+  }
 }
