@@ -213,9 +213,13 @@ abstract class HaClusterTests {
       if (!splitBrainPossible) {
         assertThat(checked.violations()).as("checker violations in %s", name).isEmpty();
       } else {
+        // A candidate behind the primary endpoint that HAProxy sent to the old primary while two
+        // primaries answered starts a term there under the older timeline: its token order goes
+        // back exactly when the cluster's history did, and only then is that no finding.
         List<String> notProbe =
             checked.violations().stream()
                 .filter(v -> probes.stream().noneMatch(p -> v.contains(p + "#")))
+                .filter(v -> wentBack.isEmpty() || !v.startsWith("token did not increase"))
                 .toList();
         assertThat(notProbe)
             .as("violations in %s by candidates on the primary endpoint (not the probe)", name)
