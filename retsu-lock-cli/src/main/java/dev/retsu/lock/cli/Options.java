@@ -225,6 +225,12 @@ record Options(
       if (candidateRole.isBlank()) {
         throw new UsageException("--candidate-role must name a role, but was empty");
       }
+      if (candidateRole.indexOf('\\') >= 0 || candidateRole.indexOf('\0') >= 0) {
+        throw new UsageException(
+            "--candidate-role must not contain a backslash or NUL, but was \""
+                + shorten(candidateRole)
+                + "\"");
+      }
     }
     return new Options(
         command,

@@ -91,6 +91,13 @@ class CliArgumentsTest {
         "1",
         "--candidate-role",
         " ");
+    refused(
+        "--candidate-role must not contain a backslash or NUL, but was \"bad\\role\"",
+        URL,
+        "--key",
+        "1",
+        "--candidate-role",
+        "bad\\role");
     assertThat(Options.parse(new String[] {URL, "--key", "1"}).candidateRole()).isNull();
     assertThat(
             Options.parse(new String[] {URL, "--key", "1", "--candidate-role=app"}).candidateRole())
