@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import dev.retsu.lock.testing.LoginOnlyRole;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
 import java.sql.Connection;
@@ -14,13 +15,11 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
-import org.postgresql.ds.PGSimpleDataSource;
 
 /**
  * A hostile role that can only connect (PUBLIC's default {@code CONNECT}) names its session as a
@@ -48,18 +47,10 @@ class ForeignSessionIntegrationTest {
   }
 
   /** Creates a role that can log in and nothing else, dropped after the test. */
-  private String hostileRole(TestDatabase db) throws SQLException {
-    String role = "mallory_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
-    db.execute("CREATE ROLE " + role + " LOGIN PASSWORD 'mallory-pw' NOSUPERUSER");
-    open.add(0, () -> db.execute("DROP OWNED BY " + role + "; DROP ROLE " + role));
+  private LoginOnlyRole hostileRole(TestDatabase db) throws SQLException {
+    LoginOnlyRole role = LoginOnlyRole.create(db, "mallory");
+    open.add(0, role);
     return role;
-  }
-
-  private static PGSimpleDataSource as(TestDatabase db, String role) {
-    PGSimpleDataSource ds = db.dataSource();
-    ds.setUser(role);
-    ds.setPassword("mallory-pw");
-    return ds;
   }
 
   /**
@@ -67,8 +58,9 @@ class ForeignSessionIntegrationTest {
    * the holder; it is terminated after the test, before its role is dropped. A grant completes
    * {@code granted} (exceptionally when the wait failed).
    */
-  private Queued queue(TestDatabase db, String role, String name, LockKey key) throws Exception {
-    Connection c = as(db, role).getConnection();
+  private Queued queue(TestDatabase db, LoginOnlyRole role, String name, LockKey key)
+      throws Exception {
+    Connection c = role.dataSource().getConnection();
     int pid;
     try (PreparedStatement ps =
         c.prepareStatement(
@@ -137,7 +129,7 @@ class ForeignSessionIntegrationTest {
   @Test
   void aForeignSessionGrantedTheKeyUnderADeadTermsNameIsNeitherCurrentNorAnyCandidatesTerm(
       TestDatabase db) throws Exception {
-    String mallory = hostileRole(db);
+    LoginOnlyRole mallory = hostileRole(db);
     LockKey key = TestKeys.next();
     LeaderLoop a = loop(db, key, "victim-a", TakeoverMode.POLL);
     a.start(ctx -> ctx.ensureLeader());
@@ -181,7 +173,7 @@ class ForeignSessionIntegrationTest {
     assertThat(LeaderInfo.of(db.dataSource(), List.of(key)).get(key).foreign()).isTrue();
     LockHolder holder = AdvisoryLock.of(db.dataSource(), key).currentHolder().orElseThrow();
     assertThat(holder.foreign()).isTrue();
-    assertThat(holder.user()).isEqualTo(mallory);
+    assertThat(holder.user()).isEqualTo(mallory.name());
     assertThat(holder.candidateId()).isEmpty();
     assertThat(holder.fencingToken()).isEmpty();
     assertThat(a.currentHolder().orElseThrow().foreign()).isTrue();
@@ -191,7 +183,7 @@ class ForeignSessionIntegrationTest {
   @Test
   void aRealSuccessorsTokenIsCurrentForTheCandidatesRoleWhoeverAsks(TestDatabase db)
       throws Exception {
-    String mallory = hostileRole(db);
+    LoginOnlyRole mallory = hostileRole(db);
     LockKey key = TestKeys.next();
     LeaderLoop a = loop(db, key, "real-a", TakeoverMode.POLL);
     a.start(ctx -> ctx.ensureLeader());
@@ -211,12 +203,12 @@ class ForeignSessionIntegrationTest {
       assertThat(fencedUpdate(c, FencingSql.isCurrent(key, second, db.user()))).isEqualTo(1);
       try (Statement s = c.createStatement()) {
         s.execute(FencingSql.functionScript());
-        s.execute("GRANT ALL ON TABLE fenced TO " + mallory);
+        s.execute("GRANT ALL ON TABLE fenced TO " + mallory.name());
       }
       assertThat(query(c, "retsu_lock_is_current(" + key.value() + ", '" + second + "')")).isTrue();
     }
     // Asked under another role: the default role is the asker's, so it must name the candidates'.
-    try (Connection m = as(db, mallory).getConnection()) {
+    try (Connection m = mallory.dataSource().getConnection()) {
       assertThat(fencedUpdate(m, FencingSql.isCurrent(key, second))).isZero();
       assertThat(fencedUpdate(m, FencingSql.isCurrent(key, second, db.user()))).isEqualTo(1);
       assertThat(
@@ -235,10 +227,10 @@ class ForeignSessionIntegrationTest {
     assertThat(info.foreign()).isFalse();
     assertThat(info.candidateId()).isEqualTo("real-b");
     assertThat(info.token()).contains(second);
-    LeaderInfo named = LeaderInfo.of(as(db, mallory), key, db.user()).orElseThrow();
+    LeaderInfo named = LeaderInfo.of(mallory.dataSource(), key, db.user()).orElseThrow();
     assertThat(named.foreign()).isFalse();
     assertThat(named.token()).contains(second);
-    assertThat(LeaderInfo.of(as(db, mallory), key).orElseThrow().foreign()).isTrue();
+    assertThat(LeaderInfo.of(mallory.dataSource(), key).orElseThrow().foreign()).isTrue();
     assertThatThrownBy(() -> FencingSql.isCurrent(key, second, "bad\\role"))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("but was \"bad\\role\"");
@@ -250,7 +242,7 @@ class ForeignSessionIntegrationTest {
   @Test
   void aForeignSessionNamedPreferredNeverMakesALeaderYieldAtRefreshOrAtAWaitGrant(TestDatabase db)
       throws Exception {
-    String mallory = hostileRole(db);
+    LoginOnlyRole mallory = hostileRole(db);
     LockKey key = TestKeys.next();
     LeaderLoop a = loop(db, key, "steady-a", TakeoverMode.POLL);
     a.start(ctx -> ctx.ensureLeader());
@@ -293,9 +285,9 @@ class ForeignSessionIntegrationTest {
    */
   @Test
   void aForeignSharedLockIsShownAsAForeignHolder(TestDatabase db) throws Exception {
-    String role = hostileRole(db);
+    LoginOnlyRole role = hostileRole(db);
     LockKey key = TestKeys.next();
-    Connection m = track(as(db, role).getConnection());
+    Connection m = track(role.dataSource().getConnection());
     try (Statement st = m.createStatement()) {
       st.execute("SELECT pg_catalog.set_config('application_name', 'retsu-lock:x#1/1', false)");
       st.execute("SELECT pg_catalog.pg_advisory_lock_shared(" + key.value() + ")");

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.retsu.lock.internal.session.Notices;
+import dev.retsu.lock.testing.LoginOnlyRole;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
 import java.sql.Connection;
@@ -13,7 +14,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -29,7 +29,6 @@ import org.postgresql.ds.PGSimpleDataSource;
 class HostileNoticeIntegrationTest {
 
   private static final Duration WITHIN = Duration.ofSeconds(30);
-  private static final AtomicInteger ROLES = new AtomicInteger();
   private final List<AutoCloseable> open = new ArrayList<>();
 
   @AfterEach
@@ -49,12 +48,8 @@ class HostileNoticeIntegrationTest {
     return track(malloryDataSource(db).getConnection());
   }
 
-  private static PGSimpleDataSource malloryDataSource(TestDatabase db) throws SQLException {
-    String role = "mallory_" + ProcessHandle.current().pid() + "_" + ROLES.incrementAndGet();
-    db.execute("CREATE ROLE " + role + " LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE");
-    PGSimpleDataSource ds = db.dataSource();
-    ds.setUser(role);
-    return ds;
+  private PGSimpleDataSource malloryDataSource(TestDatabase db) throws SQLException {
+    return track(LoginOnlyRole.create(db, "mallory")).dataSource();
   }
 
   private static int pid(Connection c) throws SQLException {

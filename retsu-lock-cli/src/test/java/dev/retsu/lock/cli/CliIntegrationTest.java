@@ -9,6 +9,7 @@ import dev.retsu.lock.LeaderLoop;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.TakeoverMode;
 import dev.retsu.lock.Term;
+import dev.retsu.lock.testing.LoginOnlyRole;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
 import java.sql.Connection;
@@ -17,7 +18,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
@@ -390,14 +390,12 @@ class CliIntegrationTest {
   @Test
   void whoShowsAKeyHeldByAnotherRoleAsAForeignSessionWhateverItsName(TestDatabase db)
       throws Exception {
-    String mallory = "mallory_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
-    db.execute("CREATE ROLE " + mallory + " LOGIN PASSWORD 'mallory-pw' NOSUPERUSER");
-    open.add(0, () -> db.execute("DROP ROLE " + mallory));
+    LoginOnlyRole role = LoginOnlyRole.create(db, "mallory");
+    open.add(0, role);
+    String mallory = role.name();
     String ns = "grp" + KEYS.incrementAndGet();
     LockKey key = LockKey.named(ns, "0");
-    var ds = db.dataSource();
-    ds.setUser(mallory);
-    ds.setPassword("mallory-pw");
+    var ds = role.dataSource();
     int pid;
     try (Connection m = ds.getConnection();
         PreparedStatement ps =
@@ -451,9 +449,9 @@ class CliIntegrationTest {
 
   @Test
   void whoListsTheSessionsQueuedOnTheKeyAndAForeignOneAsForeign(TestDatabase db) throws Exception {
-    String mallory = "mallory_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
-    db.execute("CREATE ROLE " + mallory + " LOGIN PASSWORD 'mallory-pw' NOSUPERUSER");
-    open.add(0, () -> db.execute("DROP ROLE " + mallory));
+    LoginOnlyRole role = LoginOnlyRole.create(db, "mallory");
+    open.add(0, role);
+    String mallory = role.name();
     // a group's partition 0, so that --group reads it too
     String ns = "grp" + KEYS.incrementAndGet();
     String n = "0";
@@ -475,9 +473,7 @@ class CliIntegrationTest {
             .get(0);
 
     // then mallory, named as a candidate's term, queues behind it with pg_advisory_lock
-    var ds = db.dataSource();
-    ds.setUser(mallory);
-    ds.setPassword("mallory-pw");
+    var ds = role.dataSource();
     Connection m = ds.getConnection();
     int malloryPid;
     try (PreparedStatement ps =

@@ -3,6 +3,7 @@ package dev.retsu.lock.faults;
 import static org.awaitility.Awaitility.await;
 
 import dev.retsu.lock.internal.session.Notices;
+import dev.retsu.lock.testing.LoginOnlyRole;
 import dev.retsu.lock.testing.TestDatabase;
 import dev.retsu.lock.testing.WhoLeadsChecker.ForeignHold;
 import java.sql.Connection;
@@ -12,12 +13,10 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.List;
 import java.util.Set;
-import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.postgresql.ds.PGSimpleDataSource;
 
 /**
@@ -33,10 +32,8 @@ final class Mallory implements AutoCloseable {
   /** The highest token there is: a forged term that would outrank every real one. */
   static final String TOP = Integer.MAX_VALUE + "/" + Long.MAX_VALUE;
 
-  private static final AtomicInteger ROLES = new AtomicInteger();
-
   final String role;
-  private final TestDatabase db;
+  private final LoginOnlyRole login;
   private final PGSimpleDataSource ds;
   final Set<Integer> pids = ConcurrentHashMap.newKeySet();
   final List<ForeignHold> holds = new CopyOnWriteArrayList<>();
@@ -44,20 +41,9 @@ final class Mallory implements AutoCloseable {
   private final List<CompletableFuture<Void>> queued = new CopyOnWriteArrayList<>();
 
   Mallory(TestDatabase db) throws SQLException {
-    this.db = db;
-    this.role = "mallory_" + ProcessHandle.current().pid() + "_" + ROLES.incrementAndGet();
-    String password = UUID.randomUUID().toString();
-    // DDL takes no bind parameters; the role name is ours and the password a UUID
-    db.execute(
-        "CREATE ROLE "
-            + role
-            + " LOGIN PASSWORD '"
-            + password
-            + "' NOSUPERUSER NOCREATEDB"
-            + " NOCREATEROLE");
-    ds = db.dataSource();
-    ds.setUser(role);
-    ds.setPassword(password);
+    this.login = LoginOnlyRole.create(db, "mallory");
+    this.role = login.name();
+    ds = login.dataSource();
     ds.setConnectTimeout(5);
   }
 
@@ -154,7 +140,9 @@ final class Mallory implements AutoCloseable {
         .atMost(within)
         .until(
             () ->
-                db.queryInts(
+                login
+                        .database()
+                        .queryInts(
                             "SELECT count(*)::int FROM pg_catalog.pg_stat_activity"
                                 + " WHERE usename = ?",
                             role)
@@ -179,6 +167,6 @@ final class Mallory implements AutoCloseable {
     } catch (Exception e) {
       throw new IllegalStateException("mallory's sessions did not end", e);
     }
-    db.execute("DROP ROLE IF EXISTS " + role);
+    login.close();
   }
 }

@@ -7,22 +7,18 @@ import dev.retsu.lock.LeaderGroup;
 import dev.retsu.lock.LeaderLoop;
 import dev.retsu.lock.LeaderWatch;
 import dev.retsu.lock.LockKey;
+import dev.retsu.lock.testing.LoginOnlyRole;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.UUID;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
-import org.postgresql.ds.PGSimpleDataSource;
 
 /**
  * The {@value Names#HOLDER_FOREIGN} gauge on a real PostgreSQL: a session of a hostile role (it can
@@ -80,7 +76,7 @@ class LeaderMetricsForeignHolderIntegrationTest {
   void theGaugeIsOneWhileAForeignSessionHoldsTheKeyAndZeroOnceACandidateLeads(TestDatabase db)
       throws Exception {
     LockKey key = LockKey.of(KEYS.incrementAndGet());
-    Foreign mallory = hostileHolder(db, key, "retsu-lock:victim#1/1");
+    LoginOnlyRole.Holder mallory = hostileHolder(db, key, "retsu-lock:victim#1/1");
     LeaderWatch watch = LeaderWatch.open(db.dataSource());
     closeables.add(watch);
     LeaderLoop loop = loop(db, key, "victim", watch);
@@ -90,9 +86,9 @@ class LeaderMetricsForeignHolderIntegrationTest {
     loop.start(ctx -> ctx.ensureLeader());
     await().atMost(WITHIN).until(() -> foreign("victim") == 1.0);
     assertThat(loop.isLeader()).isFalse();
-    assertThat(db.advisoryKeyHolders(key.value())).containsExactly(mallory.pid);
+    assertThat(db.advisoryKeyHolders(key.value())).containsExactly(mallory.pid());
 
-    mallory.unlock(key);
+    mallory.unlock(key.value());
     await().atMost(WITHIN).until(loop::isLeader);
     await().atMost(WITHIN).until(() -> foreign("victim") == 0.0);
 
@@ -124,7 +120,7 @@ class LeaderMetricsForeignHolderIntegrationTest {
   void aGroupCountsTheKeysItsWatchReportsHeldByAForeignSession(TestDatabase db) throws Exception {
     LockKey taken = LockKey.of(KEYS.incrementAndGet());
     LockKey free = LockKey.of(KEYS.incrementAndGet());
-    Foreign mallory = hostileHolder(db, taken, "retsu-lock:member#1/1");
+    LoginOnlyRole.Holder mallory = hostileHolder(db, taken, "retsu-lock:member#1/1");
     LeaderWatch watch = LeaderWatch.open(db.dataSource());
     closeables.add(watch);
     LeaderGroup group =
@@ -147,7 +143,7 @@ class LeaderMetricsForeignHolderIntegrationTest {
         .until(() -> registry.get(Names.GROUP_KEYS_FOREIGN).gauge().value() == 1.0);
     assertThat(group.currentTerm(taken)).isEmpty();
 
-    mallory.unlock(taken);
+    mallory.unlock(taken.value());
     await().atMost(WITHIN).until(() -> group.currentTerm(taken).isPresent());
     await()
         .atMost(WITHIN)
@@ -158,42 +154,13 @@ class LeaderMetricsForeignHolderIntegrationTest {
    * A role that can log in and nothing else (PUBLIC's default {@code CONNECT}), dropped after the
    * test, whose session names itself {@code name} and takes {@code key}.
    */
-  private Foreign hostileHolder(TestDatabase db, LockKey key, String name) throws SQLException {
-    String role = "mallory_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
-    db.execute("CREATE ROLE " + role + " LOGIN PASSWORD 'mallory-pw' NOSUPERUSER");
-    closeables.add(0, () -> db.execute("DROP OWNED BY " + role + "; DROP ROLE " + role));
-    PGSimpleDataSource ds = db.dataSource();
-    ds.setUser(role);
-    ds.setPassword("mallory-pw");
-    Connection c = ds.getConnection();
-    closeables.add(1, c);
-    int pid;
-    try (PreparedStatement ps =
-        c.prepareStatement(
-            "SELECT pg_catalog.pg_backend_pid(), pg_catalog.set_config('application_name', ?,"
-                + " false), pg_catalog.pg_advisory_lock(?)")) {
-      ps.setString(1, name);
-      ps.setLong(2, key.value());
-      try (ResultSet rs = ps.executeQuery()) {
-        rs.next();
-        pid = rs.getInt(1);
-      }
-    }
-    assertThat(db.advisoryKeyHolders(key.value())).containsExactly(pid);
-    return new Foreign(c, pid);
-  }
-
-  /** The hostile session. */
-  private record Foreign(Connection connection, int pid) {
-    void unlock(LockKey key) throws SQLException {
-      try (PreparedStatement ps =
-          connection.prepareStatement("SELECT pg_catalog.pg_advisory_unlock(?)")) {
-        ps.setLong(1, key.value());
-        try (ResultSet rs = ps.executeQuery()) {
-          rs.next();
-          assertThat(rs.getBoolean(1)).isTrue();
-        }
-      }
-    }
+  private LoginOnlyRole.Holder hostileHolder(TestDatabase db, LockKey key, String name)
+      throws SQLException {
+    LoginOnlyRole role = LoginOnlyRole.create(db, "mallory");
+    closeables.add(0, role);
+    LoginOnlyRole.Holder holder = role.hold(name, key.value());
+    closeables.add(1, holder);
+    assertThat(db.advisoryKeyHolders(key.value())).containsExactly(holder.pid());
+    return holder;
   }
 }

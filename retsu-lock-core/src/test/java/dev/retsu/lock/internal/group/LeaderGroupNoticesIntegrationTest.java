@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 import dev.retsu.lock.LeaderGroup;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.TestKeys;
+import dev.retsu.lock.testing.LoginOnlyRole;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
 import java.sql.Connection;
@@ -72,13 +73,9 @@ class LeaderGroupNoticesIntegrationTest {
    * that notifies the group's channel with every payload, again and again every 20 ms.
    */
   private Forger forger(TestDatabase db, String group, List<String> payloads) throws SQLException {
-    String role = "mallory_" + Long.toHexString(TestKeys.nextValue()) + "_" + System.nanoTime();
-    String password = "m-" + System.nanoTime();
-    db.execute("CREATE ROLE " + role + " LOGIN PASSWORD '" + password + "' NOSUPERUSER");
-    opened.add(() -> db.execute("DROP ROLE IF EXISTS " + role));
-    PGSimpleDataSource ds = db.dataSource();
-    ds.setUser(role);
-    ds.setPassword(password);
+    LoginOnlyRole role = LoginOnlyRole.create(db, "mallory");
+    opened.add(role);
+    PGSimpleDataSource ds = role.dataSource();
     Forger f =
         new Forger(
             ds.getConnection(), MemberWatch.channelOf(new Membership(group).namespace()), payloads);
@@ -258,11 +255,9 @@ class LeaderGroupNoticesIntegrationTest {
   void slotsAnotherRoleLocksAreNoMembers(TestDatabase db) throws Exception {
     String name = "foreign-slots-" + TestKeys.nextValue();
     List<LockKey> keys = keys();
-    String role = "mallory_" + Long.toHexString(TestKeys.nextValue()) + "_" + System.nanoTime();
-    db.execute("CREATE ROLE " + role + " LOGIN NOSUPERUSER");
-    opened.add(() -> db.execute("DROP ROLE IF EXISTS " + role));
-    PGSimpleDataSource ds = db.dataSource();
-    ds.setUser(role);
+    LoginOnlyRole role = LoginOnlyRole.create(db, "mallory");
+    opened.add(role);
+    PGSimpleDataSource ds = role.dataSource();
     Connection m = ds.getConnection();
     opened.add(m);
     int ns = new Membership(name).namespace();

@@ -7,19 +7,16 @@ import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.retsu.lock.LeaderInfo;
 import dev.retsu.lock.LockKey;
+import dev.retsu.lock.testing.LoginOnlyRole;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicLong;
 import javax.sql.DataSource;
@@ -27,7 +24,6 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
-import org.postgresql.ds.PGSimpleDataSource;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.context.ApplicationContext;
@@ -103,7 +99,7 @@ public abstract class AbstractForeignHolderIntegrationTest {
   void aForeignSessionHoldingTheKeyUnderThisInstancesNameIsShownAsForeignNeverAsThisInstance()
       throws Exception {
     long key = key();
-    Foreign mallory = hostileHolder(key, "retsu-lock:app#1/1");
+    LoginOnlyRole.Holder mallory = hostileHolder(key, "retsu-lock:app#1/1");
     try (HikariDataSource pool = pool("foreign-watch")) {
       candidate("app", key, pool, true)
           .run(
@@ -115,7 +111,7 @@ public abstract class AbstractForeignHolderIntegrationTest {
                 await().atMost(WITHIN).until(() -> !seen.events.isEmpty());
                 LeaderChangedEvent first = seen.events.get(0);
                 LeaderInfo shownLeader = first.getLeader().orElseThrow();
-                assertThat(shownLeader.pid()).isEqualTo(mallory.pid);
+                assertThat(shownLeader.pid()).isEqualTo(mallory.pid());
                 assertThat(shownLeader.foreign()).isTrue();
                 assertThat(first.isForeign()).isTrue();
                 assertThat(first.isThisInstance()).isFalse();
@@ -126,7 +122,7 @@ public abstract class AbstractForeignHolderIntegrationTest {
                 assertThat(line.healthStatus(c)).isEqualTo("UP");
                 assertThat(leader.isLeader()).isFalse();
                 assertThat(holder(c))
-                    .containsEntry("pid", mallory.pid)
+                    .containsEntry("pid", mallory.pid())
                     .containsEntry("foreign", true)
                     .containsEntry("self", false)
                     .containsEntry("candidate", "")
@@ -164,7 +160,7 @@ public abstract class AbstractForeignHolderIntegrationTest {
   @Test
   void withoutTheWatchTheEndpointReadsAForeignHolderAsForeign() throws Exception {
     long key = key();
-    Foreign mallory = hostileHolder(key, "retsu-lock:app#1/1");
+    LoginOnlyRole.Holder mallory = hostileHolder(key, "retsu-lock:app#1/1");
     try (HikariDataSource pool = pool("foreign-read")) {
       candidate("app", key, pool, false)
           .run(
@@ -175,7 +171,7 @@ public abstract class AbstractForeignHolderIntegrationTest {
                 assertThat(line.healthStatus(c)).isEqualTo("UP");
                 Map<String, Object> shown = endpointHolder(c);
                 assertThat(shown)
-                    .containsEntry("pid", mallory.pid)
+                    .containsEntry("pid", mallory.pid())
                     .containsEntry("foreign", true)
                     .containsEntry("self", false)
                     .containsEntry("applicationName", "retsu-lock:app#1/1");
@@ -190,7 +186,7 @@ public abstract class AbstractForeignHolderIntegrationTest {
   void aGroupKeyHeldByAForeignSessionIsShownAsForeignAndCounted() throws Exception {
     String namespace = "foreign-group-" + key();
     LockKey taken = LockKey.named(namespace, "a");
-    Foreign mallory = hostileHolder(taken.value(), "retsu-lock:app#1/1");
+    LoginOnlyRole.Holder mallory = hostileHolder(taken.value(), "retsu-lock:app#1/1");
     try (HikariDataSource pool = pool("foreign-group")) {
       candidate("app", key(), pool, true)
           .withPropertyValues(
@@ -206,7 +202,7 @@ public abstract class AbstractForeignHolderIntegrationTest {
                 await().atMost(WITHIN).until(() -> group.holds("b"));
                 await().atMost(WITHIN).until(() -> groupHolder(c, "a") != null);
                 assertThat(groupHolder(c, "a"))
-                    .containsEntry("pid", mallory.pid)
+                    .containsEntry("pid", mallory.pid())
                     .containsEntry("foreign", true)
                     .containsEntry("self", false)
                     .containsEntry("candidate", "")
@@ -282,51 +278,13 @@ public abstract class AbstractForeignHolderIntegrationTest {
    * A role that can log in and nothing else (PUBLIC's default {@code CONNECT}), dropped after the
    * test, whose session names itself {@code name} and takes {@code key}.
    */
-  private Foreign hostileHolder(long key, String name) throws SQLException {
-    String role = "mallory_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
-    db.execute("CREATE ROLE " + role + " LOGIN PASSWORD 'mallory-pw' NOSUPERUSER");
-    open.add(() -> db.execute("DROP OWNED BY " + role + "; DROP ROLE " + role));
-    PGSimpleDataSource ds = db.dataSource();
-    ds.setUser(role);
-    ds.setPassword("mallory-pw");
-    Connection c = ds.getConnection();
-    open.add(c);
-    int pid;
-    try (PreparedStatement ps =
-        c.prepareStatement(
-            "SELECT pg_catalog.pg_backend_pid(), pg_catalog.set_config('application_name', ?,"
-                + " false), pg_catalog.pg_advisory_lock(?)")) {
-      ps.setString(1, name);
-      ps.setLong(2, key);
-      try (ResultSet rs = ps.executeQuery()) {
-        rs.next();
-        pid = rs.getInt(1);
-      }
-    }
-    assertThat(db.advisoryKeyHolders(key)).containsExactly(pid);
-    return new Foreign(c, pid);
-  }
-
-  /** The hostile session. */
-  private static final class Foreign {
-    final Connection connection;
-    final int pid;
-
-    Foreign(Connection connection, int pid) {
-      this.connection = connection;
-      this.pid = pid;
-    }
-
-    void unlock(long key) throws SQLException {
-      try (PreparedStatement ps =
-          connection.prepareStatement("SELECT pg_catalog.pg_advisory_unlock(?)")) {
-        ps.setLong(1, key);
-        try (ResultSet rs = ps.executeQuery()) {
-          rs.next();
-          assertThat(rs.getBoolean(1)).isTrue();
-        }
-      }
-    }
+  private LoginOnlyRole.Holder hostileHolder(long key, String name) throws SQLException {
+    LoginOnlyRole role = LoginOnlyRole.create(db, "mallory");
+    open.add(role);
+    LoginOnlyRole.Holder holder = role.hold(name, key);
+    open.add(holder);
+    assertThat(db.advisoryKeyHolders(key)).containsExactly(holder.pid());
+    return holder;
   }
 
   private static HikariDataSource pool(String id) {
