@@ -148,7 +148,7 @@ class PatroniReplicationModeIntegrationTest extends HaClusterTests {
               .findFirst()
               .orElseThrow();
       List<Event> accepted = effectsOf(sc, a, "ACCEPTED");
-      int present = effectRowsOn(now, a.member(), a.fields().get(0));
+      int present = effectRowsOn(now, a.member(), a.fields().get(0), a.fields().get(1));
       extra.put("stall_effects_accepted", Integer.toString(accepted.size()));
       extra.put("stall_effects_lost", Integer.toString(accepted.size() - present));
     }
@@ -224,15 +224,22 @@ class PatroniReplicationModeIntegrationTest extends HaClusterTests {
     }
   }
 
-  private static int effectRowsOn(PatroniCluster.Node n, String member, String term)
+  /**
+   * The accepted effects of one term found on a node: by member, term number and token, since every
+   * scenario's fleet numbers its members and terms from 1 again in the same table.
+   */
+  private static int effectRowsOn(PatroniCluster.Node n, String member, String term, String token)
       throws SQLException {
     try (Connection c = PatroniCluster.connect(n.directUrl(), 5);
         PreparedStatement ps =
             c.prepareStatement(
                 "SELECT count(*)::int FROM retsu_ha_effects WHERE candidate = ? AND term = ?"
-                    + " AND version IS NOT NULL")) {
+                    + " AND timeline = ? AND xid = ? AND version IS NOT NULL")) {
+      TermChecker.Token t = TermChecker.token(token);
       ps.setString(1, member);
       ps.setLong(2, Long.parseLong(term));
+      ps.setInt(3, t.timeline());
+      ps.setLong(4, t.xid());
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
         return rs.getInt(1);
