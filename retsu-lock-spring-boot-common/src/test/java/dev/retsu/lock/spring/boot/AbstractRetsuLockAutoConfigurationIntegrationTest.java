@@ -96,14 +96,15 @@ public abstract class AbstractRetsuLockAutoConfigurationIntegrationTest {
   @Test
   void aGroupThatFailsAfterItStartedIsDownAndPublishesLivenessBroken() throws Exception {
     // Every session of the group gets the same backend, as through a transaction pooler; the
-    // second session comes late, so the group starts on the first and fails only afterwards,
-    // when the second finds the first's marker on the backend.
+    // second session cannot connect until the test has seen the group start on the first, so the
+    // group fails only afterwards, when the second's retry finds the first's marker on the backend.
+    java.util.concurrent.CountDownLatch late = new java.util.concurrent.CountDownLatch(1);
     try (Connection backend = db.connect()) {
       List<Class<?>> all = new java.util.ArrayList<>(line.autoConfigurations());
       all.add(RetsuLockAutoConfiguration.class);
       new ApplicationContextRunner()
           .withConfiguration(AutoConfigurations.of(all.toArray(Class<?>[]::new)))
-          .withBean(DataSource.class, () -> new OneBackend(backend, Duration.ofMillis(1500)))
+          .withBean(DataSource.class, () -> new OneBackend(backend, late))
           .withBean(
               AbstractRetsuLockAutoConfigurationTest.Liveness.class,
               AbstractRetsuLockAutoConfigurationTest.Liveness::new)
@@ -120,6 +121,7 @@ public abstract class AbstractRetsuLockAutoConfigurationIntegrationTest {
                     context.getBean(AbstractRetsuLockAutoConfigurationTest.Liveness.class).states;
                 assertThat(group.status()).as("started on its first session").isEqualTo("member");
                 assertThat(liveness).doesNotContain(LivenessState.BROKEN);
+                late.countDown();
                 await()
                     .atMost(Duration.ofSeconds(15))
                     .until(() -> liveness.contains(LivenessState.BROKEN));
@@ -133,29 +135,26 @@ public abstract class AbstractRetsuLockAutoConfigurationIntegrationTest {
 
   /**
    * Hands every borrower the same backend, the way a transaction-mode pooler with one server
-   * connection does; every borrow after the first waits {@code late} first. {@code close()} of a
-   * handle keeps the backend open.
+   * connection does; every borrow after the first fails as an unreachable server would until {@code
+   * late} is released, then gets the same backend. {@code close()} of a handle keeps the backend
+   * open.
    */
   private static final class OneBackend implements DataSource {
     private final Connection backend;
-    private final Duration late;
+    private final java.util.concurrent.CountDownLatch late;
     private final java.util.concurrent.atomic.AtomicInteger borrows =
         new java.util.concurrent.atomic.AtomicInteger();
 
-    OneBackend(Connection backend, Duration late) {
+    OneBackend(Connection backend, java.util.concurrent.CountDownLatch late) {
       this.backend = backend;
       this.late = late;
     }
 
     @Override
     public Connection getConnection() throws java.sql.SQLException {
-      if (borrows.incrementAndGet() > 1) {
-        try {
-          Thread.sleep(late.toMillis()); // the late borrower, not a wait for the code under test
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          throw new java.sql.SQLException("interrupted", "08001", e);
-        }
+      // not reachable for the later sessions until the test saw the group start on the first
+      if (borrows.incrementAndGet() > 1 && late.getCount() > 0) {
+        throw new java.sql.SQLException("not reachable yet (the test's late borrower)", "08001");
       }
       return (Connection)
           java.lang.reflect.Proxy.newProxyInstance(
