@@ -185,7 +185,10 @@ class LeaseConnectionEscapeIntegrationTest {
   void nothingReachedFromTheViewReturnsOrEndsTheLockedSession(
       Source source, String object, String escape, TestDatabase db) throws Exception {
     LockKey key = TestKeys.next();
-    try (Pool pool = Pool.open(source, db)) {
+    // The observer's session is opened first: checks on it time the lease's backend, not a new
+    // connection's start-up (which a clean-clone CI run once saw take more than 5 s).
+    try (Pool pool = Pool.open(source, db);
+        Connection observer = db.connect()) {
       AdvisoryLockLease lease = AdvisoryLock.of(pool.dataSource(), key).tryAcquire().orElseThrow();
       int pid = lease.backendPid();
       Connection view = lease.connection();
@@ -234,7 +237,7 @@ class LeaseConnectionEscapeIntegrationTest {
               () ->
                   await()
                       .atMost(PROMPTLY)
-                      .untilAsserted(() -> assertThat(db.backendExists(pid)).isFalse()))
+                      .untilAsserted(() -> assertThat(backendExists(observer, pid)).isFalse()))
           .as("backend %d ends when the lease closes", pid)
           .doesNotThrowAnyException();
       int[] next = nextBorrower(pool.dataSource());
@@ -577,6 +580,19 @@ class LeaseConnectionEscapeIntegrationTest {
           + " lock(s)";
     } catch (SQLTransientConnectionException e) {
       return "pool exhausted";
+    }
+  }
+
+  /** Whether a backend is still there, read on an open session (autocommit: a fresh snapshot). */
+  private static boolean backendExists(Connection observer, int pid) throws SQLException {
+    try (java.sql.PreparedStatement ps =
+        observer.prepareStatement(
+            "SELECT count(*) FROM pg_catalog.pg_stat_activity WHERE pid = ?")) {
+      ps.setInt(1, pid);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getInt(1) > 0;
+      }
     }
   }
 
