@@ -162,6 +162,29 @@ public final class EmbeddedPostgresServer implements PostgresServer {
     return true;
   }
 
+  @Override
+  public void killBackend(int pid) {
+    lock.lock();
+    try {
+      ProcessHandle backend =
+          postmaster == null
+              ? null
+              : postmaster
+                  .toHandle()
+                  .children()
+                  .filter(p -> p.pid() == pid)
+                  .findFirst()
+                  .orElse(null);
+      if (backend == null) {
+        throw new IllegalArgumentException(
+            "pid " + pid + " is no backend of PostgreSQL on port " + port);
+      }
+      run(List.of("kill", "-KILL", Integer.toString(pid)), false);
+    } finally {
+      lock.unlock();
+    }
+  }
+
   /**
    * Starts a hot standby that streams from this server. The primary is stopped (fast) for the
    * moment of the file copy and started again. The standby answers read-only queries with {@code
@@ -270,6 +293,21 @@ public final class EmbeddedPostgresServer implements PostgresServer {
       if (postmaster == null || !postmaster.isAlive()) {
         return;
       }
+      if (mode == ShutdownMode.KILL) {
+        // The postmaster's processes outlive it until they notice; a start before they are gone
+        // would find its shared memory still in use.
+        List<ProcessHandle> children = postmaster.toHandle().descendants().toList();
+        postmaster.destroyForcibly();
+        postmaster.waitFor(10, TimeUnit.SECONDS);
+        for (ProcessHandle child : children) {
+          child.onExit().get(30, TimeUnit.SECONDS);
+        }
+        LOG.info(
+            "Killed embedded PostgreSQL on port {} and its {} processes ended",
+            port,
+            children.size());
+        return;
+      }
       String signal = mode == ShutdownMode.FAST ? "-INT" : "-QUIT";
       run(List.of("kill", signal, Long.toString(postmaster.pid())), false);
       if (!postmaster.waitFor(60, TimeUnit.SECONDS)) {
@@ -278,6 +316,8 @@ public final class EmbeddedPostgresServer implements PostgresServer {
         postmaster.waitFor(10, TimeUnit.SECONDS);
       }
       LOG.info("Stopped embedded PostgreSQL on port {} ({})", port, mode);
+    } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+      throw new IllegalStateException("a process of PostgreSQL on port " + port + " lived on", e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new IllegalStateException("interrupted while stopping PostgreSQL on port " + port, e);

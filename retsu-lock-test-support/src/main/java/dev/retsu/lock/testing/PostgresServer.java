@@ -92,6 +92,16 @@ public interface PostgresServer extends AutoCloseable {
     return DriverManager.getConnection(jdbcUrl(database), props);
   }
 
+  /**
+   * Sends SIGKILL to one backend, as the kernel's OOM killer would: the postmaster then ends every
+   * session and runs crash recovery before it accepts connections again.
+   *
+   * @param pid the backend's pid (as {@code pg_backend_pid()} shows it)
+   */
+  default void killBackend(int pid) {
+    throw new UnsupportedOperationException(describe() + " cannot have its backends killed");
+  }
+
   /** Stops the server if this module started it; does nothing for outside servers. */
   @Override
   void close();
@@ -101,6 +111,11 @@ public interface PostgresServer extends AutoCloseable {
     /** Disconnects clients, rolls back, shuts down cleanly. */
     FAST,
     /** Quits at once, as after a crash; the next start runs crash recovery. */
-    IMMEDIATE
+    IMMEDIATE,
+    /**
+     * SIGKILL to the postmaster itself: its processes end once they notice, nothing is written on
+     * the way out, and the next start finds the old pid file and runs crash recovery.
+     */
+    KILL
   }
 }
