@@ -10,9 +10,9 @@ import java.util.Objects;
 /**
  * Checks a fencing token from any session on the leader's database, in SQL: whether token T is
  * still the term that holds key K. A leader's session shows its term's token in its {@code
- * application_name} ({@code retsu-lock:<candidate>#<timeline>/<xid>}, set by the very statement
- * that took the token), so one read of {@code pg_locks} joined with {@code pg_stat_activity}
- * answers it, with nothing installed:
+ * application_name} ({@code retsu-lock:<candidate>#<token>}, the token's comparable form, set by
+ * the very statement that took the token), so one read of {@code pg_locks} joined with {@code
+ * pg_stat_activity} answers it, with nothing installed:
  *
  * <pre>{@code
  * String sql = "UPDATE invoice SET state = 'sent' WHERE id = ? AND "

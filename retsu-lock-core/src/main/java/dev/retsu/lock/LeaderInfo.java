@@ -29,7 +29,7 @@ import javax.sql.DataSource;
  * </ul>
  *
  * <p>From SQL, the token is what the leader's session shows in its {@code application_name} ({@code
- * retsu-lock:<candidate>#<timeline>/<xid>}, set by the statement that took the token), and {@code
+ * retsu-lock:<candidate>#<token>}, set by the statement that took the token), and {@code
  * lastRenewal} is that session's {@code pg_stat_activity.state_change} (its last statement, at
  * least every {@code heartbeatInterval} for a leader). {@code pg_locks} and the {@code pid}, {@code
  * datname} and {@code application_name} columns of {@code pg_stat_activity} are visible to every

@@ -17,8 +17,8 @@ import java.util.Optional;
  *
  * @param pid the holder's backend pid ({@code pg_terminate_backend(pid)} evicts it)
  * @param applicationName the holder's {@code application_name}; retsu-lock sets {@code
- *     retsu-lock:<candidate id>}, and {@code retsu-lock:<candidate id>#<timeline>/<xid>} from the
- *     statement that takes a term's fencing token on
+ *     retsu-lock:<candidate id>}, and {@code retsu-lock:<candidate id>#<token>} ({@link
+ *     FencingToken#toString()}) from the statement that takes a term's fencing token on
  * @param user the holder's database user, or null if not visible
  * @param clientAddress the holder's client address, if visible
  * @param since when the holder's session started, if visible

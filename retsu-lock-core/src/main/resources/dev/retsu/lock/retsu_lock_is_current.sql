@@ -2,7 +2,7 @@
 -- Nothing installs it for you; run it once per database (a role that may CREATE FUNCTION in the
 -- schema), or use FencingSql.isCurrent(key, token), which needs nothing installed.
 -- True when the session that holds the advisory lock `key` in this database shows the fencing
--- token `token` ('<timeline>/<xid>') in its application_name and is of the candidates' role: the
+-- token `token` (its comparable form, e.g. 'A1I704643112E12059') in its application_name and is of the candidates' role: the
 -- term that took that token still holds the key. A stale token (its leader's session ended,
 -- another term took the key) is false. A session names itself, so any role could show a leader's
 -- token; the role a session logged in as is recorded by the server. retsu_lock_is_current takes

@@ -407,40 +407,6 @@ class LeaderLoopIntegrationTest {
   }
 
   /**
-   * A WAIT standby's term takes its token in the statement that waits; that token is durable: after
-   * each crash restart (no shutdown checkpoint) the next term's token, taken the same way, is
-   * newer.
-   */
-  @Test
-  void waitTermTokensStayIncreasingAcrossACrashRestart(TestDatabase db) {
-    Assumptions.assumeTrue(db.server().supportsRestart(), "needs a server the tests can restart");
-    LockKey key = freshKey();
-    RecordingListener l = new RecordingListener();
-    AdvisoryLockLease held = AdvisoryLock.of(db.dataSource(), key).tryAcquire().orElseThrow();
-    LeaderLoop b =
-        track(
-            fast(db, key, "b")
-                .takeover(TakeoverMode.WAIT)
-                .failurePolicy(FailurePolicy.STEP_DOWN)
-                .listener(l)
-                .build());
-    b.start(ctx -> {});
-    await().atMost(WITHIN).until(() -> db.waitingForAdvisoryLocks("retsu-lock:b") == 1);
-    held.close();
-    await().atMost(WITHIN).until(() -> l.acquired().size() == 1);
-    // Three crashes: a token whose commit was not flushed comes back after about half of them.
-    for (int crash = 1; crash <= 3; crash++) {
-      FencingToken before = l.acquired().get(crash - 1).fencingToken();
-
-      db.server().restart(ShutdownMode.IMMEDIATE);
-
-      int terms = crash + 1;
-      await().atMost(WITHIN).until(() -> l.acquired().size() >= terms);
-      assertThat(l.acquired().get(crash).fencingToken()).isGreaterThan(before);
-    }
-  }
-
-  /**
    * A listener is user code: one that never returns from {@code onLost} keeps the lock no longer
    * than {@code closeTimeout} after a graceful close, and the standby then leads while it still
    * hangs (the term was over before it was told). Repeated: the close and the loop's own thread

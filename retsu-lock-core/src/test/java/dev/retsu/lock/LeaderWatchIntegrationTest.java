@@ -392,16 +392,16 @@ class LeaderWatchIntegrationTest {
       await().during(Duration.ofMillis(300)).atMost(WITHIN).until(h.changes::isEmpty);
       // The grant's second statement: the token in the name and the acquired notice.
       st.execute(
-          "SELECT set_config('application_name', 'retsu-lock:solo#1/4242', false), pg_notify('"
+          "SELECT set_config('application_name', 'retsu-lock:solo#A1A0D4242', false), pg_notify('"
               + "retsu_lock', 'acquired 1:"
               + key
               + " "
               + pid
-              + " 1/4242 solo')");
+              + " A1A0D4242 solo')");
       await().atMost(WITHIN).until(() -> h.changes.size() == 1);
       await().during(Duration.ofMillis(300)).atMost(WITHIN).until(() -> h.changes.size() == 1);
       assertThat(h.changes.get(0).leader().orElseThrow().token())
-          .contains(new FencingToken(1, 4242));
+          .contains(new FencingToken(1, 0, 4242));
       assertThat(h.changes.get(0).cause()).isEqualTo(LeaderChange.Cause.ACQUIRED);
     }
   }

@@ -122,7 +122,6 @@ class MultiProcessFailoverIntegrationTest {
   }
 
   private static FencingToken token(String text) {
-    String[] parts = text.split("/");
-    return new FencingToken(Integer.parseInt(parts[0]), Long.parseLong(parts[1]));
+    return FencingToken.parse(text);
   }
 }

@@ -220,7 +220,7 @@ final class StubSession implements Session {
     if (tokenFailure != null) {
       throw tokenFailure;
     }
-    return new FencingToken(1, XID.incrementAndGet());
+    return new FencingToken(1, 0, XID.incrementAndGet());
   }
 
   @Override

@@ -115,7 +115,7 @@ class TermProtocolTest {
       for (LockKey k : keys) {
         terms.add(
             worker.begin(
-                new Term(1, k, "unit", time.now(), new FencingToken(1, 1_000 + pid), pid)));
+                new Term(1, k, "unit", time.now(), new FencingToken(1, 0, 1_000 + pid), pid)));
       }
       if (announce) {
         terms.forEach(worker::announce);

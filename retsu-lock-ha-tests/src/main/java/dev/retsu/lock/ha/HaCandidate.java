@@ -163,11 +163,11 @@ public final class HaCandidate {
 
     /** The tables; run once on the primary endpoint. */
     public static final String SCHEMA =
-        "CREATE TABLE IF NOT EXISTS retsu_ha_fence (id int PRIMARY KEY, timeline int NOT NULL,"
-            + " xid bigint NOT NULL, version bigint NOT NULL);"
-            + " INSERT INTO retsu_ha_fence VALUES (1, 0, 0, 0) ON CONFLICT DO NOTHING;"
+        "CREATE TABLE IF NOT EXISTS retsu_ha_fence (id int PRIMARY KEY, token text COLLATE \"C\""
+            + " NOT NULL, version bigint NOT NULL);"
+            + " INSERT INTO retsu_ha_fence VALUES (1, '', 0) ON CONFLICT DO NOTHING;"
             + " CREATE TABLE IF NOT EXISTS retsu_ha_effects (candidate text NOT NULL,"
-            + " term bigint NOT NULL, timeline int NOT NULL, xid bigint NOT NULL,"
+            + " term bigint NOT NULL, token text NOT NULL, timeline int NOT NULL, xid bigint NOT NULL,"
             + " start_nanos bigint NOT NULL, version bigint,"
             + " at timestamptz NOT NULL DEFAULT clock_timestamp())";
 
@@ -177,10 +177,10 @@ public final class HaCandidate {
      * the decision and the version follow commit order.
      */
     static final String WRITE =
-        "WITH f AS (UPDATE retsu_ha_fence SET timeline = ?, xid = ?, version = version + 1"
-            + " WHERE id = 1 AND (timeline, xid) <= (?, ?) RETURNING version)"
-            + " INSERT INTO retsu_ha_effects (candidate, term, timeline, xid, start_nanos, version)"
-            + " SELECT ?, ?, ?, ?, ?, (SELECT version FROM f) RETURNING version";
+        "WITH f AS (UPDATE retsu_ha_fence SET token = ?, version = version + 1"
+            + " WHERE id = 1 AND token <= ? RETURNING version) INSERT INTO retsu_ha_effects"
+            + " (candidate, term, token, timeline, xid, start_nanos, version)"
+            + " SELECT ?, ?, ?, ?, ?, ?, (SELECT version FROM f) RETURNING version";
 
     /** A candidate's connection to the fence, opened again after any failure. */
     public static final class Writer implements AutoCloseable {
@@ -204,15 +204,14 @@ public final class HaCandidate {
             connection = PatroniCluster.connect(url, 2);
           }
           try (PreparedStatement ps = connection.prepareStatement(WRITE)) {
-            ps.setInt(1, token.timeline());
-            ps.setLong(2, token.xid());
-            ps.setInt(3, token.timeline());
-            ps.setLong(4, token.xid());
-            ps.setString(5, candidate);
-            ps.setLong(6, term);
-            ps.setInt(7, token.timeline());
-            ps.setLong(8, token.xid());
-            ps.setLong(9, startNanos);
+            ps.setString(1, token.toString()); // the token's one comparable form
+            ps.setString(2, token.toString());
+            ps.setString(3, candidate);
+            ps.setLong(4, term);
+            ps.setString(5, token.toString());
+            ps.setInt(6, token.timeline());
+            ps.setLong(7, token.xid());
+            ps.setLong(8, startNanos);
             try (ResultSet rs = ps.executeQuery()) {
               rs.next();
               rs.getLong(1);

@@ -234,12 +234,10 @@ class PatroniReplicationModeIntegrationTest extends HaClusterTests {
         PreparedStatement ps =
             c.prepareStatement(
                 "SELECT count(*)::int FROM retsu_ha_effects WHERE candidate = ? AND term = ?"
-                    + " AND timeline = ? AND xid = ? AND version IS NOT NULL")) {
-      TermChecker.Token t = TermChecker.token(token);
+                    + " AND token = ? AND version IS NOT NULL")) {
       ps.setString(1, member);
       ps.setLong(2, Long.parseLong(term));
-      ps.setInt(3, t.timeline());
-      ps.setLong(4, t.xid());
+      ps.setString(3, TermChecker.token(token).toString());
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
         return rs.getInt(1);

@@ -111,7 +111,8 @@ public final class QueueStateRecordBenchmark {
     metrics.bindTo(registry);
     metrics
         .listenerForTests()
-        .onAcquired(new Term(1, LockKey.of(1L), "bench", Instant.now(), new FencingToken(1, 1), 1));
+        .onAcquired(
+            new Term(1, LockKey.of(1L), "bench", Instant.now(), new FencingToken(1, 0, 1), 1));
     int[] i = {0};
     return () -> {
       boolean ok = metrics.record(snapshots.get(i[0]++ % snapshots.size()));

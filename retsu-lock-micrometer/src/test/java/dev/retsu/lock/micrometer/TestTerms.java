@@ -59,7 +59,7 @@ final class TestTerms {
         KEY,
         candidateId,
         Instant.parse("2026-01-01T00:00:00Z"),
-        new FencingToken(1, 100 + number),
+        new FencingToken(1, 0, 100 + number),
         1000 + (int) number);
   }
 

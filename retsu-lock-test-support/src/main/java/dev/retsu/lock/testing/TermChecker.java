@@ -43,7 +43,7 @@ import java.util.function.BiPredicate;
  *
  * <p>Used by core's fault suite (one lock, candidate JVMs) and per key by the group tests and the
  * group benchmark (one timeline per key). It depends on nothing of core: a fencing token is read
- * from its text {@code timeline/xid} ({@code FencingToken.toString()}).
+ * from its text ({@code FencingToken.toString()}).
  */
 public final class TermChecker {
 
@@ -62,26 +62,33 @@ public final class TermChecker {
   public record Event(long nanos, String member, String kind, List<String> fields) {}
 
   /**
-   * A fencing token as the checker orders it: by timeline, then transaction id.
+   * A fencing token as the checker orders it: by timeline, then redo position, then transaction id.
    *
    * @param timeline the WAL timeline
+   * @param redo the redo position of the latest checkpoint
    * @param xid the transaction id
+   * @param text the token as written
    */
-  public record Token(int timeline, long xid) {
+  public record Token(int timeline, long redo, long xid, String text) {
 
     /**
-     * Returns whether this token comes strictly after another.
+     * Returns whether this token comes strictly after another: by timeline, then redo position,
+     * then xid, each unsigned, read from the parts (not from the text's own order).
      *
      * @param other another token
      * @return true if newer
      */
     public boolean isNewerThan(Token other) {
-      return timeline != other.timeline ? timeline > other.timeline : xid > other.xid;
+      int c = Integer.compareUnsigned(timeline, other.timeline);
+      if (c == 0) {
+        c = Long.compareUnsigned(redo, other.redo);
+      }
+      return c != 0 ? c > 0 : Long.compareUnsigned(xid, other.xid) > 0;
     }
 
     @Override
     public String toString() {
-      return timeline + "/" + xid;
+      return text;
     }
   }
 
@@ -444,17 +451,27 @@ public final class TermChecker {
   }
 
   /**
-   * Reads a token from its text.
+   * Reads a token from its text: three numbers, each a capital letter giving its count of digits
+   * ({@code A} = 1) and then the digits, e.g. {@code A1I704643112E12059}.
    *
-   * @param text {@code timeline/xid}, e.g. {@code 1/742}
+   * @param text the token's text
    * @return the token
    */
   public static Token token(String text) {
-    String[] parts = text.split("/");
-    if (parts.length != 2) {
-      throw new IllegalArgumentException("a token must be timeline/xid, but was " + text);
+    long[] parts = new long[3];
+    int at = 0;
+    for (int p = 0; p < 3; p++) {
+      int digits = at < text.length() ? text.charAt(at) - 'A' + 1 : 0;
+      if (digits < 1 || digits > 20 || at + 1 + digits > text.length()) {
+        throw new IllegalArgumentException("not a token: " + text);
+      }
+      parts[p] = Long.parseUnsignedLong(text.substring(at + 1, at + 1 + digits));
+      at += 1 + digits;
     }
-    return new Token(Integer.parseInt(parts[0]), Long.parseLong(parts[1]));
+    if (at != text.length()) {
+      throw new IllegalArgumentException("not a token: " + text);
+    }
+    return new Token((int) parts[0], parts[1], parts[2], text);
   }
 
   private static final class TermSpanBuilder {

@@ -46,7 +46,7 @@ public final class WhoLeadsChecker {
    * @param lagNanos how far the answer may trail the truth (see the class comment)
    * @param candidate the candidate it named, null for nobody or a foreign holder
    * @param pid the holder's backend pid, 0 for nobody
-   * @param token the token it named as {@code timeline/xid}, null when none
+   * @param token the token it named, in its text form, null when none
    * @param foreign whether it showed a holder outside the candidates' role
    */
   public record Answer(

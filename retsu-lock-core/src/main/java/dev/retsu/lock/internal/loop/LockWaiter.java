@@ -12,6 +12,7 @@ import dev.retsu.lock.internal.session.Session;
 import dev.retsu.lock.internal.session.SessionOpener;
 import dev.retsu.lock.internal.session.SessionSql;
 import dev.retsu.lock.internal.session.SessionTerminator;
+import dev.retsu.lock.internal.session.TokenMode;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -52,7 +53,7 @@ public final class LockWaiter implements AutoCloseable {
   private final Duration waitTimeout;
   private final String originalLockTimeout;
   private final String originalStatementTimeout;
-  private final boolean walTimeline;
+  private final boolean fullToken;
   private final boolean listens;
   private final String keyId;
 
@@ -86,7 +87,7 @@ public final class LockWaiter implements AutoCloseable {
       Duration waitTimeout,
       String lockTimeout,
       String statementTimeout,
-      boolean walTimeline,
+      boolean fullToken,
       boolean listens) {
     this.spec = spec;
     this.listens = listens;
@@ -95,7 +96,7 @@ public final class LockWaiter implements AutoCloseable {
     this.waitTimeout = waitTimeout;
     this.originalLockTimeout = lockTimeout;
     this.originalStatementTimeout = statementTimeout;
-    this.walTimeline = walTimeline;
+    this.fullToken = fullToken;
   }
 
   /**
@@ -133,7 +134,7 @@ public final class LockWaiter implements AutoCloseable {
           waitTimeout,
           armed.lockTimeout(),
           armed.statementTimeout(),
-          armed.walTimeline(),
+          armed.fullToken(),
           listen);
     } catch (SQLException e) {
       s.abort();
@@ -197,21 +198,24 @@ public final class LockWaiter implements AutoCloseable {
       notices(c, 0, -1, null); // what arrived while the session was idle between waits
     }
     String name = Notices.candidateName(spec.applicationName());
-    try (PreparedStatement ps = c.prepareStatement(SessionSql.waitLock(key, walTimeline))) {
+    try (PreparedStatement ps = c.prepareStatement(SessionSql.waitLock(key, fullToken))) {
       ps.setString(1, Notices.termPrefix(name));
       ps.setString(2, keyId);
       ps.setString(3, spec.candidateId());
       ps.setBoolean(4, lookForPreferred);
       ps.setString(5, originalLockTimeout);
       ps.setString(6, originalStatementTimeout);
-      ps.setString(7, name);
-      KeySql.bindLocks(ps, KeySql.bindLocks(ps, KeySql.bindArguments(ps, 8, key), key), key);
+      int next = 7;
+      if (!fullToken) {
+        ps.setString(next++, name); // the fallback's flushed message
+      }
+      KeySql.bindLocks(ps, KeySql.bindLocks(ps, KeySql.bindArguments(ps, next, key), key), key);
       long sent = time.nanoTime();
       try (ResultSet rs = ps.executeQuery()) {
         long received = time.nanoTime();
         rs.next();
         boolean locked = rs.getBoolean(4);
-        FencingToken token = locked ? new FencingToken(rs.getInt(10), rs.getLong(9)) : null;
+        FencingToken token = locked ? TokenMode.read(rs, 10, 8, 9) : null;
         long before = locked ? (long) (rs.getDouble(11) * 1e9) : 0;
         long proofStart = sent + Math.max(0, Math.min(before, received - sent));
         w = new Wait(rs.getInt(1), rs.getBoolean(2), rs.getBoolean(3), locked, token, proofStart);

@@ -27,7 +27,7 @@ final class WaitArming {
   private static final Logger LOG = LoggerFactory.getLogger(LockWaiter.class);
 
   /** What arming found: the session's own timeouts, and whether tokens carry the WAL timeline. */
-  record Armed(String lockTimeout, String statementTimeout, boolean walTimeline) {}
+  record Armed(String lockTimeout, String statementTimeout, boolean fullToken) {}
 
   private WaitArming() {}
 
@@ -53,7 +53,7 @@ final class WaitArming {
     if (PgSession.countsPendingBytes(c)) {
       PgSession.probe(c, false);
     }
-    boolean wal = TokenMode.walTimeline(spec.dataSource(), c, spec.context());
+    boolean full = TokenMode.full(spec.dataSource(), c, spec.context());
     if (listen) {
       try (Statement st = c.createStatement()) {
         st.execute("LISTEN " + Notices.CHANNEL);
@@ -64,7 +64,7 @@ final class WaitArming {
           "{} Client keepalives unavailable; a dead server is noticed after waitTimeout",
           spec.context());
     }
-    return new Armed(before[0], before[1], wal);
+    return new Armed(before[0], before[1], full);
   }
 
   /** Sets the wait's own lock_timeout and no statement_timeout; returns the session's own. */

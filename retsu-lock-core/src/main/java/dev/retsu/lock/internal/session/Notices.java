@@ -10,15 +10,14 @@ import java.util.Optional;
  *
  * <ul>
  *   <li>{@code application_name}: {@code retsu-lock:<candidate>} while a session waits or tries,
- *       {@code retsu-lock:<candidate>#<timeline>/<xid>} from the statement that takes a term's
- *       fencing token on ({@link #termName}); a preferred WAIT standby waits as {@code
- *       retsu-lock-preferred:<candidate>}. The candidate part is cut so that the whole fits
+ *       {@code retsu-lock:<candidate>#<token>} ({@link FencingToken#toString()}) from the statement
+ *       that takes a term's fencing token on ({@link #termName}); a preferred WAIT standby waits as
+ *       {@code retsu-lock-preferred:<candidate>}. The candidate part is cut so that the whole fits
  *       PostgreSQL's 63 bytes; the token is never cut.
  *   <li>notifications on the channel {@value #CHANNEL} (one per database): {@code acquired <key>
- *       <pid> <timeline>/<xid> <candidate>}, sent by the statement that takes the token (delivered
- *       at its commit, the token's own durable commit), and {@code released <key> <pid>
- *       <timeline>/<xid>}, sent just before a graceful release. A term that ends because its
- *       session was lost sends nothing.
+ *       <pid> <token> <candidate>}, sent by the statement that takes the token (delivered at its
+ *       commit), and {@code released <key> <pid> <token>}, sent just before a graceful release. A
+ *       term that ends because its session was lost sends nothing.
  *   <li>a key is {@code 1:<bigint>} or {@code 2:<first>:<second>} ({@link #keyId}).
  * </ul>
  *
@@ -83,7 +82,7 @@ public final class Notices {
    * past the 63rd byte), at most 63 − 32 bytes when cut.
    *
    * @param applicationName the candidate's {@code application_name}
-   * @return the prefix the token statement appends {@code #<timeline>/<xid>} to
+   * @return the prefix the token statement appends {@code #<token>} to
    */
   public static String termPrefix(String applicationName) {
     StringBuilder sb = new StringBuilder(applicationName.length());
@@ -98,7 +97,7 @@ public final class Notices {
    * The SQL that makes a term's {@code application_name} from the bound prefix and a token suffix
    * expression: the prefix cut to what the suffix leaves of 63 bytes.
    *
-   * @param suffix a text expression {@code '#' || timeline || '/' || xid}
+   * @param suffix a text expression {@code '#' || <token>}
    * @return a text expression with one parameter, the prefix
    */
   static String termNameSql(String suffix) {
@@ -154,24 +153,15 @@ public final class Notices {
   }
 
   /**
-   * Reads {@code <timeline>/<xid>}.
+   * Reads a token's comparable form ({@link FencingToken#toString()}).
    *
    * @param text the text
    * @return the token, or empty when it is not one
    */
   public static Optional<FencingToken> parseToken(String text) {
-    int slash = text.indexOf('/');
-    if (slash <= 0 || slash == text.length() - 1) {
-      return Optional.empty();
-    }
     try {
-      int timeline = Integer.parseInt(text.substring(0, slash));
-      long xid = Long.parseLong(text.substring(slash + 1));
-      if (timeline < 0 || xid < 0) {
-        return Optional.empty();
-      }
-      return Optional.of(new FencingToken(timeline, xid));
-    } catch (NumberFormatException e) {
+      return Optional.of(FencingToken.parse(text));
+    } catch (IllegalArgumentException e) {
       return Optional.empty();
     }
   }

@@ -166,40 +166,48 @@ public final class SessionSql {
    * One blocking wait under {@code lock_timeout}, and, once granted, everything a takeover needs in
    * the same round trip: pid, in_recovery, already_held, granted; then, only once granted (each
    * guarded by {@code CASE}, evaluated after the inner query took the lock): the two restored
-   * settings, the fencing token (xid8, timeline; its commit flushed, see {@link #fencingToken}),
-   * the seconds the server spent in the statement before the token (its own clock, for the proof of
-   * liveness), the term's {@code application_name} (the token in it, {@link Notices}) and the
-   * {@code acquired} notice, delivered at the token's commit. While it waits, no xid is assigned
-   * and nothing is written. The already-held check runs in the same statement, before every wait,
-   * and so does the read of the key's holder among the candidates' sessions (column 12, {@link
-   * #candidateHolder}); since that read takes the statement's snapshot of {@code pg_stat_activity},
-   * the grant drops it before the look for a preferred candidate, which must see who waits now.
-   * Binds: the term name's prefix, the key id, the candidate; lock_timeout, statement_timeout to
-   * restore; the token's message; key arguments; key locks twice.
+   * settings, the fallback's flush (null for the full token, see {@link #fencingToken}), the
+   * token's redo, xid8 and timeline, the seconds the server spent in the statement before the token
+   * (its own clock, for the proof of liveness), the term's {@code application_name} (the token in
+   * it, {@link Notices}) and the {@code acquired} notice, delivered at the commit. While it waits,
+   * no xid is assigned and nothing is written. The already-held check runs in the same statement,
+   * before every wait, and so does the read of the key's holder among the candidates' sessions
+   * (column 12, {@link #candidateHolder}); since that read takes the statement's snapshot of {@code
+   * pg_stat_activity}, the grant drops it before the look for a preferred candidate, which must see
+   * who waits now. Binds: the term name's prefix, the key id, the candidate; lock_timeout,
+   * statement_timeout to restore; in the fallback the token's message; key arguments; key locks
+   * twice.
    *
    * @param key the key
-   * @param walTimeline whether the token carries the WAL timeline ({@link TokenMode})
+   * @param full whether the server supports the full token ({@link TokenMode})
    * @return the statement
    */
-  public static String waitLock(LockKey key, boolean walTimeline) {
+  public static String waitLock(LockKey key, boolean full) {
     return STANDBY_WAIT
-        + " SELECT x.pid, x.in_recovery, x.already, x.locked, x.lt, x.st, x.sc, x.msg, x.xid, x.tl,"
-        + " x.took, x.holder, CASE WHEN x.locked THEN pg_catalog.set_config('application_name', "
-        + Notices.termNameSql("('#' || x.tl || '/' || x.xid)")
-        + ", false) END, CASE WHEN x.locked THEN "
-        + acquiredNotice("?::text", "x.pid", "x.tl", "x.xid")
-        + " END, CASE WHEN x.locked AND ?::bool THEN "
+        + " SELECT y.pid, y.in_recovery, y.already, y.locked, y.lt, y.st, y.fl, y.redo, y.xid, y.tl,"
+        + " y.took, y.holder, CASE WHEN y.locked THEN pg_catalog.set_config('application_name', "
+        + Notices.termNameSql("('#' || y.tok)")
+        + ", false) END, CASE WHEN y.locked THEN "
+        + acquiredNotice("?::text", "y.pid", "y.tok")
+        + " END, CASE WHEN y.locked AND ?::bool THEN "
         + PREFERRED_WAITING
-        + " END FROM (SELECT w.pid, w.in_recovery, w.already, w.locked, w.holder, CASE WHEN"
+        + " END FROM (SELECT x.*, CASE WHEN x.locked THEN "
+        + TokenMode.form("x.tl", "x.redo", "x.xid")
+        + " END AS tok FROM (SELECT w.pid, w.in_recovery, w.already, w.locked, w.holder, CASE WHEN"
         + " w.locked THEN pg_catalog.pg_stat_clear_snapshot()::text END AS fresh, CASE WHEN"
         + " w.locked THEN pg_catalog.set_config('lock_timeout', ?::text, false) END AS lt, CASE WHEN w.locked"
-        + " THEN pg_catalog.set_config('statement_timeout', ?::text, false) END AS st, CASE WHEN"
-        + " w.locked THEN pg_catalog.set_config('synchronous_commit', 'local', true) END AS sc,"
-        + " CASE WHEN w.locked THEN pg_catalog.pg_logical_emit_message(true, 'retsu-lock-fence',"
-        + " ?::text)::text END AS msg, CASE WHEN w.locked THEN"
-        + " pg_catalog.pg_current_xact_id()::text::bigint END AS xid, CASE WHEN w.locked THEN "
-        + TokenMode.timeline(walTimeline)
-        + " END AS tl, CASE WHEN w.locked THEN pg_catalog.date_part('epoch',"
+        + " THEN pg_catalog.set_config('statement_timeout', ?::text, false) END AS st, "
+        + (full
+            ? "NULL::text AS fl"
+            : "CASE WHEN w.locked THEN pg_catalog.set_config('synchronous_commit', 'local', true)"
+                + " || pg_catalog.pg_logical_emit_message(true, 'retsu-lock-fence', ?::text)::text"
+                + " END AS fl")
+        + ", CASE WHEN w.locked THEN pg_catalog.pg_current_xact_id()::text END AS xid, CASE WHEN"
+        + " w.locked THEN "
+        + TokenMode.timeline(full)
+        + " END AS tl, CASE WHEN w.locked THEN "
+        + TokenMode.redo(full)
+        + " END AS redo, CASE WHEN w.locked THEN pg_catalog.date_part('epoch',"
         + " pg_catalog.clock_timestamp() - pg_catalog.statement_timestamp()) END AS took FROM"
         + " (SELECT t.pid, t.in_recovery, t.already, t.holder, CASE WHEN t.in_recovery OR t.already"
         + " THEN false ELSE pg_catalog.pg_advisory_lock("
@@ -209,7 +217,7 @@ public final class SessionSql {
         + heldByThisBackend(key)
         + " AS already, "
         + candidateHolder(key)
-        + " AS holder OFFSET 0) t OFFSET 0) w OFFSET 0) x";
+        + " AS holder OFFSET 0) t OFFSET 0) w OFFSET 0) x OFFSET 0) y";
   }
 
   /**
@@ -231,10 +239,10 @@ public final class SessionSql {
 
   /**
    * The {@code acquired} notice as a text expression ({@code pg_notify} returns void): {@code
-   * acquired <key> <pid> <timeline>/<xid> <candidate>}; the candidate is the last bound parameter
-   * of the expression.
+   * acquired <key> <pid> <token> <candidate>}; the candidate is the last bound parameter of the
+   * expression.
    */
-  private static String acquiredNotice(String keyId, String pid, String tl, String xid) {
+  private static String acquiredNotice(String keyId, String pid, String token) {
     return "pg_catalog.pg_notify('"
         + Notices.CHANNEL
         + "', 'acquired ' || "
@@ -242,9 +250,7 @@ public final class SessionSql {
         + " || ' ' || "
         + pid
         + " || ' ' || "
-        + tl
-        + " || '/' || "
-        + xid
+        + token
         + " || ' ' || ?::text)::text";
   }
 
@@ -305,29 +311,35 @@ public final class SessionSql {
   }
 
   /**
-   * The fencing token: xid8, timeline, (setting), pid, the term's {@code application_name} (the
-   * token in it), and one {@code acquired} notice per key announced (their count). The
-   * transactional WAL message makes the commit flush synchronously (with synchronous_commit forced
-   * to {@code local} for it), so a crash cannot hand this xid out again; the commit waits for the
-   * local flush only, never for a synchronous standby (invariant 10: a promoted replica's higher
-   * timeline orders tokens across a failover); the notices are delivered at that same commit.
-   * Binds: the term name's prefix; the candidate; the ids of the keys to announce (text array); the
-   * message text.
+   * The fencing token: xid8 (text), timeline, redo (numeric), pid, the term's {@code
+   * application_name} (the token in it), and one {@code acquired} notice per key announced (their
+   * count). The full token ({@link TokenMode}) writes only the commit record its xid needs and
+   * waits for no flush and no standby: a crash that loses that commit restarts under a larger redo
+   * position. The fallback (0, 0, xid8) flushes its commit (a transactional WAL message, with
+   * synchronous_commit {@code local} for it, so never a standby) so that a crash cannot hand the
+   * xid out again. The notices are delivered at the commit. Binds: the term name's prefix; the
+   * candidate; the ids of the keys to announce (text array); in the fallback the message text.
    *
-   * @param walTimeline whether the token carries the WAL timeline ({@link TokenMode})
+   * @param full whether the server supports the full token ({@link TokenMode})
    * @return the statement
    */
-  public static String fencingToken(boolean walTimeline) {
-    return "SELECT t.xid, t.tl, t.sc, t.pid, pg_catalog.set_config('application_name', "
-        + Notices.termNameSql("('#' || t.tl || '/' || t.xid)")
+  public static String fencingToken(boolean full) {
+    return "SELECT t.xid, t.tl, t.redo, t.pid, pg_catalog.set_config('application_name', "
+        + Notices.termNameSql("('#' || t.tok)")
         + ", false), (SELECT pg_catalog.count("
-        + acquiredNotice("n.id", "t.pid", "t.tl", "t.xid")
-        + ") FROM unnest(?::text[]) AS n(id)) FROM (SELECT"
-        + " pg_catalog.pg_current_xact_id()::text::bigint AS xid, "
-        + TokenMode.timeline(walTimeline)
-        + " AS tl, pg_catalog.set_config('synchronous_commit', 'local', true) AS sc,"
-        + " pg_catalog.pg_backend_pid() AS pid FROM"
-        + " pg_catalog.pg_logical_emit_message(true, 'retsu-lock-fence', ?) OFFSET 0) t";
+        + acquiredNotice("n.id", "t.pid", "t.tok")
+        + ") FROM unnest(?::text[]) AS n(id)) FROM (SELECT u.xid, u.tl, u.redo, u.pid, "
+        + TokenMode.form("u.tl", "u.redo", "u.xid")
+        + " AS tok FROM (SELECT pg_catalog.pg_current_xact_id()::text AS xid, "
+        + TokenMode.timeline(full)
+        + " AS tl, "
+        + TokenMode.redo(full)
+        + " AS redo, pg_catalog.pg_backend_pid() AS pid"
+        + (full
+            ? ""
+            : ", pg_catalog.set_config('synchronous_commit', 'local', true) AS sc FROM"
+                + " pg_catalog.pg_logical_emit_message(true, 'retsu-lock-fence', ?)")
+        + " OFFSET 0) u OFFSET 0) t";
   }
 
   /**

@@ -102,10 +102,10 @@ final class SessionToken {
       granted = null;
       return taken;
     }
-    boolean wal = TokenMode.walTimeline(id.dataSource(), conn, id.context());
+    boolean full = TokenMode.full(id.dataSource(), conn, id.context());
     long start = time.nanoTime();
     String name = candidateName();
-    try (PreparedStatement ps = conn.prepareStatement(SessionSql.fencingToken(wal))) {
+    try (PreparedStatement ps = conn.prepareStatement(SessionSql.fencingToken(full))) {
       ps.setString(1, Notices.termPrefix(name));
       ps.setString(2, id.candidateId());
       String[] ids = new String[announce.size()];
@@ -113,7 +113,9 @@ final class SessionToken {
         ids[i] = Notices.keyId(announce.get(i));
       }
       ps.setArray(3, conn.createArrayOf("text", ids));
-      ps.setString(4, name);
+      if (!full) {
+        ps.setString(4, name); // the fallback's flushed message
+      }
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
         int pid = rs.getInt(4);
@@ -121,7 +123,7 @@ final class SessionToken {
           throw Refusals.pidChanged(id, pid);
         }
         proofs.owned(start, false); // right after the key was taken, on the same backend
-        FencingToken token = new FencingToken(rs.getInt(2), rs.getLong(1));
+        FencingToken token = TokenMode.read(rs, 2, 3, 1);
         termNamed(token);
         return token;
       }

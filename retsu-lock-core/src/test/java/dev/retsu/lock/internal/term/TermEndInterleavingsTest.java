@@ -58,7 +58,9 @@ public class TermEndInterleavingsTest {
           "[interleavings]");
   private final TermState state =
       new TermState(
-          new Term(1, LockKey.of(42), "a", Instant.EPOCH, new FencingToken(1, 761), 7), null, null);
+          new Term(1, LockKey.of(42), "a", Instant.EPOCH, new FencingToken(1, 0, 761), 7),
+          null,
+          null);
 
   /** A session-lost end, as {@code endSession} or {@code endTerm} makes from any thread. */
   @Operation

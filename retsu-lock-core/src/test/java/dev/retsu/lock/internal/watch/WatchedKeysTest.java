@@ -26,7 +26,7 @@ class WatchedKeysTest {
 
   private static final LockKey KEY = LockKey.of(4242L);
   private static final int PID = 777;
-  private static final FencingToken TOKEN = new FencingToken(1, 900);
+  private static final FencingToken TOKEN = new FencingToken(1, 5000, 900);
 
   private final FakeTime time = new FakeTime();
   private final WatchedKeys keys = new WatchedKeys("[test]", time);
@@ -53,16 +53,7 @@ class WatchedKeysTest {
   }
 
   private void acquiredNotice() {
-    String payload =
-        "acquired "
-            + Notices.keyId(KEY)
-            + " "
-            + PID
-            + " "
-            + TOKEN.timeline()
-            + "/"
-            + TOKEN.xid()
-            + " solo";
+    String payload = "acquired " + Notices.keyId(KEY) + " " + PID + " " + TOKEN + " solo";
     keys.notices(List.of(new PgSession.Note(Notices.CHANNEL, PID, payload)));
   }
 

@@ -375,8 +375,8 @@ public final class DemoCommand {
         "      term N counts the terms of that one process: every collector's first term is 1,"
             + " also when it takes over.");
     out.println(
-        "      token is the term's fencing token (WAL timeline/transaction id), the cluster-wide"
-            + " order: each new leader's is greater.");
+        "      token is the term's fencing token (timeline, checkpoint, transaction id in one text"
+            + " that sorts like them), the cluster-wide order: each new leader's is greater.");
     out.println(
         "      pid is the PostgreSQL backend pid of the session that holds the lock (as in"
             + " pg_stat_activity), not a collector's OS pid.");

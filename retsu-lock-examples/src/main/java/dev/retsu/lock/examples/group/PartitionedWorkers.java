@@ -47,7 +47,7 @@ public final class PartitionedWorkers {
       s.execute("SELECT pg_advisory_xact_lock(hashtext('partition_owner'))");
       s.execute(
           "CREATE TABLE IF NOT EXISTS partition_owner (partition int PRIMARY KEY, member text,"
-              + " timeline int, xid bigint, runs bigint)");
+              + " token text COLLATE \"C\", runs bigint)");
       c.commit();
     }
     PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
@@ -77,16 +77,14 @@ public final class PartitionedWorkers {
           try (PreparedStatement ps =
               ctx.connection()
                   .prepareStatement(
-                      "INSERT INTO partition_owner VALUES (?, ?, ?, ?, 1) ON CONFLICT (partition)"
-                          + " DO UPDATE SET member = excluded.member, timeline = excluded.timeline,"
-                          + " xid = excluded.xid, runs = partition_owner.runs + 1"
-                          + " WHERE (partition_owner.timeline, partition_owner.xid)"
-                          + " <= (excluded.timeline, excluded.xid)")) { // a stale term writes
-            // nothing
+                      "INSERT INTO partition_owner VALUES (?, ?, ?, 1) ON CONFLICT (partition)"
+                          + " DO UPDATE SET member = excluded.member, token = excluded.token,"
+                          + " runs = partition_owner.runs + 1"
+                          + " WHERE partition_owner.token <= excluded.token")) { // a stale term
+            // writes nothing
             ps.setInt(1, partition);
             ps.setString(2, group.candidateId());
-            ps.setInt(3, ctx.fencingToken().timeline());
-            ps.setLong(4, ctx.fencingToken().xid());
+            ps.setString(3, ctx.fencingToken().toString()); // one text that sorts like the token
             ctx.ensureLeader(); // right before the effect: throws once this key's term is over
             ps.executeUpdate();
           }

@@ -3,6 +3,7 @@ package dev.retsu.lock.examples.group;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.retsu.lock.FencingToken;
 import dev.retsu.lock.examples.ExampleCopy;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
@@ -112,10 +113,12 @@ class PartitionedWorkersIntegrationTest {
         Statement s = c.createStatement();
         ResultSet rs =
             s.executeQuery(
-                "SELECT partition, member, timeline, xid, runs FROM partition_owner"
+                "SELECT partition, member, token, runs FROM partition_owner"
                     + " WHERE to_regclass('partition_owner') IS NOT NULL")) {
       while (rs.next()) {
-        out.put(rs.getInt(1), new Row(rs.getString(2), rs.getInt(3), rs.getLong(4), rs.getLong(5)));
+        out.put(
+            rs.getInt(1),
+            new Row(rs.getString(2), FencingToken.parse(rs.getString(3)), rs.getLong(4)));
       }
     } catch (SQLException e) {
       if ("42P01".equals(e.getSQLState())) {
@@ -127,9 +130,9 @@ class PartitionedWorkersIntegrationTest {
   }
 
   /** One partition's last recorded run. */
-  private record Row(String member, int timeline, long xid, long runs) {
+  private record Row(String member, FencingToken token, long runs) {
     boolean newerThan(Row other) {
-      return timeline > other.timeline || (timeline == other.timeline && xid > other.xid);
+      return token.isNewerThan(other.token);
     }
   }
 

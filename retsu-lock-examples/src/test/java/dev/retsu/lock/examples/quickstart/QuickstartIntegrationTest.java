@@ -35,7 +35,7 @@ class QuickstartIntegrationTest {
   private static final int SIGTERM_STATUS = 143;
 
   private static final Pattern LEADING =
-      Pattern.compile("^leading: fencing token (\\d+)/(\\d+), backend pid (\\d+)$");
+      Pattern.compile("^leading: fencing token ([A-T0-9]+), backend pid (\\d+)$");
 
   private final List<Copy> copies = new ArrayList<>();
 
@@ -108,9 +108,7 @@ class QuickstartIntegrationTest {
         Matcher m = LEADING.matcher(line);
         if (m.matches()) {
           return Optional.of(
-              new Leading(
-                  new FencingToken(Integer.parseInt(m.group(1)), Long.parseLong(m.group(2))),
-                  Integer.parseInt(m.group(3))));
+              new Leading(FencingToken.parse(m.group(1)), Integer.parseInt(m.group(2))));
         }
       }
       return Optional.empty();

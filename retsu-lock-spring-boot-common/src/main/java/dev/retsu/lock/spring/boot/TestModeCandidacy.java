@@ -55,7 +55,7 @@ final class TestModeCandidacy implements Candidacy {
     if (mode != TestMode.ALWAYS_LEADER) {
       return;
     }
-    Term term = new Term(1, key, candidateId, Instant.now(), new FencingToken(0, 1), 0);
+    Term term = new Term(1, key, candidateId, Instant.now(), new FencingToken(0, 0, 1), 0);
     TestModeContext ctx = new TestModeContext(name, term);
     context = ctx;
     terms.started(term);
