@@ -289,7 +289,7 @@ class ForeignSessionIntegrationTest {
     LockKey key = TestKeys.next();
     Connection m = track(role.dataSource().getConnection());
     try (Statement st = m.createStatement()) {
-      st.execute("SELECT pg_catalog.set_config('application_name', 'retsu-lock:x#1/1', false)");
+      st.execute("SELECT pg_catalog.set_config('application_name', 'retsu-lock:x#A1A0A1', false)");
       st.execute("SELECT pg_catalog.pg_advisory_lock_shared(" + key.value() + ")");
     }
     LeaderInfo info = LeaderInfo.of(db.dataSource(), key).orElseThrow();

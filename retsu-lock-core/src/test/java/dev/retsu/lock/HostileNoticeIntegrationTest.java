@@ -101,7 +101,8 @@ class HostileNoticeIntegrationTest {
 
     Connection m = mallory(db);
     int malloryPid = pid(m);
-    String top = Integer.MAX_VALUE + "/" + Long.MAX_VALUE;
+    // Far above every real token, and short enough for a session's name.
+    String top = new FencingToken(9_999, 9_999_999_999_999_999L, 9_999_999_999_999_999L).toString();
     run(
         m,
         "SELECT pg_catalog.set_config('application_name', ?, false)",
@@ -186,7 +187,10 @@ class HostileNoticeIntegrationTest {
     PGSimpleDataSource asMallory = malloryDataSource(db);
     LockKey held = TestKeys.next();
     Connection m = track(asMallory.getConnection());
-    run(m, "SELECT pg_catalog.set_config('application_name', ?, false)", "retsu-lock:watch-a#1/1");
+    run(
+        m,
+        "SELECT pg_catalog.set_config('application_name', ?, false)",
+        "retsu-lock:watch-a#A1A0A1");
     try (PreparedStatement ps = m.prepareStatement("SELECT pg_catalog.pg_advisory_lock(?)")) {
       ps.setLong(1, held.value());
       ps.execute();

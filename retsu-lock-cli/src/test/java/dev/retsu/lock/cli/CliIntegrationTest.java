@@ -401,7 +401,7 @@ class CliIntegrationTest {
         PreparedStatement ps =
             m.prepareStatement(
                 "SELECT pg_catalog.pg_backend_pid(), pg_catalog.set_config('application_name',"
-                    + " 'retsu-lock:node-x#1/761', false), pg_catalog.pg_advisory_lock(?)")) {
+                    + " 'retsu-lock:node-x#A1A0C761', false), pg_catalog.pg_advisory_lock(?)")) {
       ps.setLong(1, key.value());
       try (var rs = ps.executeQuery()) {
         rs.next();
@@ -419,7 +419,7 @@ class CliIntegrationTest {
                   + ", not the candidates' role: the CLI's own login role")
           .contains("pid          " + pid)
           .contains("token        - (a foreign session's name counts for nothing)")
-          .doesNotContain("token        1/761");
+          .doesNotContain("token        A1A0C761");
 
       CliRun json = withPassword(db);
       assertThat(json.run(args(db, "who", "--namespace", ns, "--name", "0", "--json")))
@@ -443,7 +443,7 @@ class CliIntegrationTest {
               named.run(
                   args(db, "who", "--namespace", ns, "--name", "0", "--candidate-role", mallory)))
           .isEqualTo(Cli.OK);
-      assertThat(named.out()).contains("leader       node-x").contains("token        1/761");
+      assertThat(named.out()).contains("leader       node-x").contains("token        A1A0C761");
     }
   }
 
@@ -479,7 +479,7 @@ class CliIntegrationTest {
     try (PreparedStatement ps =
             m.prepareStatement(
                 "SELECT pg_catalog.pg_backend_pid(), pg_catalog.set_config('application_name',"
-                    + " 'retsu-lock:x#1/1', false)");
+                    + " 'retsu-lock:x#A1A0A1', false)");
         var rs = ps.executeQuery()) {
       rs.next();
       malloryPid = rs.getInt(1);
@@ -496,7 +496,7 @@ class CliIntegrationTest {
               }
             });
     try {
-      await().atMost(WITHIN).until(() -> db.waitingForAdvisoryLocks("retsu-lock:x#1/1") == 1);
+      await().atMost(WITHIN).until(() -> db.waitingForAdvisoryLocks("retsu-lock:x#A1A0A1") == 1);
 
       CliRun text = withPassword(db);
       assertThat(text.run(args(db, "who", "--namespace", ns, "--name", n)))
@@ -543,7 +543,7 @@ class CliIntegrationTest {
                   + ",\"candidate\":null,\"preferred\":false,\"foreign\":true,\"role\":\""
                   + mallory
                   + "\",\"mode\":\"ExclusiveLock\",\"waitingSince\":\"")
-          .contains("\"applicationName\":\"retsu-lock:x#1/1\"}]")
+          .contains("\"applicationName\":\"retsu-lock:x#A1A0A1\"}]")
           .contains("}],\"foreignQueued\":true}");
 
       CliRun group = withPassword(db);

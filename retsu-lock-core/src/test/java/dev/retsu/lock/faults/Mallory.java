@@ -29,8 +29,13 @@ import org.postgresql.ds.PGSimpleDataSource;
  */
 final class Mallory implements AutoCloseable {
 
-  /** The highest token there is: a forged term that would outrank every real one. */
-  static final String TOP = Integer.MAX_VALUE + "/" + Long.MAX_VALUE;
+  /**
+   * A token far above every real one that still fits a session's name: a forged term that would
+   * outrank every real one.
+   */
+  static final String TOP =
+      new dev.retsu.lock.FencingToken(9_999, 9_999_999_999_999_999L, 9_999_999_999_999_999L)
+          .toString();
 
   final String role;
   private final LoginOnlyRole login;

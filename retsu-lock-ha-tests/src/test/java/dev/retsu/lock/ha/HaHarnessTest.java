@@ -98,23 +98,24 @@ class HaHarnessTest {
   @Test
   void theFenceJudgeFlagsAnOlderTokenAcceptedAfterANewerOne() {
     List<Event> events = new ArrayList<>();
-    events.add(effect(100, "c1", "1", "1/700", "ACCEPTED", 90));
-    events.add(effect(200, "c2", "1", "2/650", "ACCEPTED", 190));
-    events.add(effect(300, "probe3", "1", "1/720", "REJECTED", 290)); // the fence held
+    events.add(effect(100, "c1", "1", "A1A0C700", "ACCEPTED", 90));
+    events.add(effect(200, "c2", "1", "A2A0C650", "ACCEPTED", 190));
+    events.add(effect(300, "probe3", "1", "A1A0C720", "REJECTED", 290)); // the fence held
     assertThat(FenceJudge.staleAccepted(FenceJudge.effects(events))).isEmpty();
     assertThat(FenceJudge.rejected(FenceJudge.effects(events))).isEqualTo(1);
 
-    // the fence lost 2/650 (a failover threw it away) and accepted an older token after it
-    events.add(effect(400, "probe3", "1", "1/721", "ACCEPTED", 390));
+    // the fence lost A2A0C650 (a failover threw it away) and accepted an older token after it
+    events.add(effect(400, "probe3", "1", "A1A0C721", "ACCEPTED", 390));
     assertThat(FenceJudge.staleAccepted(FenceJudge.effects(events)))
         .singleElement()
         .asString()
-        .startsWith("STALE EFFECT ACCEPTED: probe3#1 with token 1/721, begun 190.0 ms after c2#1");
+        .startsWith(
+            "STALE EFFECT ACCEPTED: probe3#1 with token A1A0C721, begun 190.0 ms after c2#1");
     // writes that overlap in time are not ordered: neither is stale
     List<Event> overlapping =
         List.of(
-            effect(300, "c1", "1", "1/700", "ACCEPTED", 100),
-            effect(250, "c2", "1", "2/650", "ACCEPTED", 200));
+            effect(300, "c1", "1", "A1A0C700", "ACCEPTED", 100),
+            effect(250, "c2", "1", "A2A0C650", "ACCEPTED", 200));
     assertThat(FenceJudge.staleAccepted(FenceJudge.effects(overlapping))).isEmpty();
   }
 
@@ -122,14 +123,14 @@ class HaHarnessTest {
   void theClustersHistoryWentBackWhenATermStartsUnderAnOlderTokenThanAnEarlierOne() {
     List<Event> forward =
         List.of(
-            new Event(100, "c1", "ACQUIRED", List.of("1", "16/1400")),
-            new Event(200, "c2", "ACQUIRED", List.of("1", "17/1427")),
-            new Event(300, "c1", "ACQUIRED", List.of("2", "17/1500")));
+            new Event(100, "c1", "ACQUIRED", List.of("1", "B16A0D1400")),
+            new Event(200, "c2", "ACQUIRED", List.of("1", "B17A0D1427")),
+            new Event(300, "c1", "ACQUIRED", List.of("2", "B17A0D1500")));
     assertThat(FenceJudge.historyWentBack(forward)).isEmpty();
     List<Event> back = new ArrayList<>(forward);
-    back.add(new Event(400, "probe3", "ACQUIRED", List.of("1", "16/1443")));
+    back.add(new Event(400, "probe3", "ACQUIRED", List.of("1", "B16A0D1443")));
     assertThat(FenceJudge.historyWentBack(back))
-        .hasValue("probe3#1 started under 16/1443 after c1#2 had 17/1500");
+        .hasValue("probe3#1 started under B16A0D1443 after c1#2 had B17A0D1500");
   }
 
   @Test
@@ -143,19 +144,19 @@ class HaHarnessTest {
             new NodeMonitor.Sample(ms(12500), "pg1", NodeMonitor.State.DOWN, 0, "refused"));
     List<Event> events =
         List.of(
-            e(500, "c1", "ACQUIRED", "2", "3/900", "111"),
-            e(600, "c1", "CHECK", "2", "3/900"),
+            e(500, "c1", "ACQUIRED", "2", "A3A0C900", "111"),
+            e(600, "c1", "CHECK", "2", "A3A0C900"),
             e(1500, "c1", "LOST", "2", "SESSION_LOST"),
-            e(2000, "probe3", "ACQUIRED", "1", "3/950", "222"),
-            e(2100, "probe3", "CHECK", "1", "3/950"),
-            e(9500, "c2", "ACQUIRED", "5", "4/930", "333"),
-            e(9600, "c2", "CHECK", "5", "4/930"),
-            e(11000, "probe3", "CHECK", "1", "3/950"),
-            effect(11050, "probe3", "1", "3/950", "REJECTED", 11010),
+            e(2000, "probe3", "ACQUIRED", "1", "A3A0C950", "222"),
+            e(2100, "probe3", "CHECK", "1", "A3A0C950"),
+            e(9500, "c2", "ACQUIRED", "5", "A4A0C930", "333"),
+            e(9600, "c2", "CHECK", "5", "A4A0C930"),
+            e(11000, "probe3", "CHECK", "1", "A3A0C950"),
+            effect(11050, "probe3", "1", "A3A0C950", "REJECTED", 11010),
             e(12600, "probe3", "LOST", "1", "SESSION_LOST"));
     Round r =
         Round.read(
-            new Round.Start("s", 1, ms(f), "pg1", 3, "c1", "2", "3/900"),
+            new Round.Start("s", 1, ms(f), "pg1", 3, "c1", "2", "A3A0C900"),
             samples,
             events,
             ms(20000));

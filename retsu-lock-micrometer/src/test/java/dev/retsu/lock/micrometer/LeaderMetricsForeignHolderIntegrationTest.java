@@ -76,7 +76,7 @@ class LeaderMetricsForeignHolderIntegrationTest {
   void theGaugeIsOneWhileAForeignSessionHoldsTheKeyAndZeroOnceACandidateLeads(TestDatabase db)
       throws Exception {
     LockKey key = LockKey.of(KEYS.incrementAndGet());
-    LoginOnlyRole.Holder mallory = hostileHolder(db, key, "retsu-lock:victim#1/1");
+    LoginOnlyRole.Holder mallory = hostileHolder(db, key, "retsu-lock:victim#A1A0A1");
     LeaderWatch watch = LeaderWatch.open(db.dataSource());
     closeables.add(watch);
     LeaderLoop loop = loop(db, key, "victim", watch);
@@ -99,7 +99,7 @@ class LeaderMetricsForeignHolderIntegrationTest {
   @Test
   void withoutALeaderWatchTheGaugeStaysNaN(TestDatabase db) throws Exception {
     LockKey key = LockKey.of(KEYS.incrementAndGet());
-    hostileHolder(db, key, "retsu-lock:blind#1/1");
+    hostileHolder(db, key, "retsu-lock:blind#A1A0A1");
     LeaderLoop loop = loop(db, key, "blind", null);
     bound(loop);
     loop.start(ctx -> ctx.ensureLeader());
@@ -120,7 +120,7 @@ class LeaderMetricsForeignHolderIntegrationTest {
   void aGroupCountsTheKeysItsWatchReportsHeldByAForeignSession(TestDatabase db) throws Exception {
     LockKey taken = LockKey.of(KEYS.incrementAndGet());
     LockKey free = LockKey.of(KEYS.incrementAndGet());
-    LoginOnlyRole.Holder mallory = hostileHolder(db, taken, "retsu-lock:member#1/1");
+    LoginOnlyRole.Holder mallory = hostileHolder(db, taken, "retsu-lock:member#A1A0A1");
     LeaderWatch watch = LeaderWatch.open(db.dataSource());
     closeables.add(watch);
     LeaderGroup group =

@@ -22,12 +22,12 @@ class TermCheckerTest {
 
   /** a leads term 1 and is hit by a server-side fault at 100 ms; b takes over at 120 ms. */
   private List<TermChecker.Injection> takeover() {
-    at(0, "a", "ACQUIRED", "1", "1/10", "100");
-    at(50, "a", "CHECK", "1", "1/10");
-    at(80, "a", "EFFECT", "1", "1/10");
-    at(120, "b", "ACQUIRED", "1", "1/11", "101");
-    at(200, "b", "CHECK", "1", "1/11");
-    at(220, "b", "EFFECT", "1", "1/11");
+    at(0, "a", "ACQUIRED", "1", "A1A0B10", "100");
+    at(50, "a", "CHECK", "1", "A1A0B10");
+    at(80, "a", "EFFECT", "1", "A1A0B10");
+    at(120, "b", "ACQUIRED", "1", "A1A0B11", "101");
+    at(200, "b", "CHECK", "1", "A1A0B11");
+    at(220, "b", "EFFECT", "1", "A1A0B11");
     at(300, "b", "LOST", "1", "CLOSED");
     return List.of(new TermChecker.Injection(1, "a", "1", 100 * MS, true, "kill-9@BETWEEN"));
   }
@@ -44,8 +44,8 @@ class TermCheckerTest {
   @Test
   void checkOfTheOldTermAfterTheNewTermStartedFails() {
     List<TermChecker.Injection> faults = takeover();
-    at(150, "a", "CHECK", "1", "1/10"); // ensureLeader() passed 30 ms after b's ACQUIRED
-    at(170, "a", "EFFECT", "1", "1/10");
+    at(150, "a", "CHECK", "1", "A1A0B10"); // ensureLeader() passed 30 ms after b's ACQUIRED
+    at(170, "a", "EFFECT", "1", "A1A0B10");
     at(180, "a", "LOST", "1", "SESSION_LOST");
     TermChecker.Result r = TermChecker.analyse(sorted(), Set.of(), faults);
     assertThat(r.violations())
@@ -61,10 +61,10 @@ class TermCheckerTest {
 
   @Test
   void aFaultWithAnAllowanceToleratesLateChecksWithinItAndFlagsTheFirstBeyond() {
-    at(0, "a", "ACQUIRED", "1", "1/10", "100");
-    at(120, "b", "ACQUIRED", "1", "1/11", "101");
-    at(150, "a", "CHECK", "1", "1/10"); // 50 ms after the fault: within its 80 ms allowance
-    at(190, "a", "CHECK", "1", "1/10"); // 90 ms after: beyond it
+    at(0, "a", "ACQUIRED", "1", "A1A0B10", "100");
+    at(120, "b", "ACQUIRED", "1", "A1A0B11", "101");
+    at(150, "a", "CHECK", "1", "A1A0B10"); // 50 ms after the fault: within its 80 ms allowance
+    at(190, "a", "CHECK", "1", "A1A0B10"); // 90 ms after: beyond it
     at(200, "a", "LOST", "1", "LOCK_NOT_HELD");
     at(300, "b", "LOST", "1", "CLOSED");
     List<TermChecker.Injection> faults =
@@ -83,11 +83,11 @@ class TermCheckerTest {
 
   @Test
   void effectAfterTheNextTermOfALockOnlyTheLibraryReleasesFails() {
-    at(0, "a", "ACQUIRED", "1", "1/10", "100");
-    at(50, "a", "CHECK", "1", "1/10");
+    at(0, "a", "ACQUIRED", "1", "A1A0B10", "100");
+    at(50, "a", "CHECK", "1", "A1A0B10");
     at(60, "a", "LOST", "1", "CLOSED"); // a graceful close while the task runs
-    at(90, "b", "ACQUIRED", "1", "1/11", "101");
-    at(110, "a", "EFFECT", "1", "1/10");
+    at(90, "b", "ACQUIRED", "1", "A1A0B11", "101");
+    at(110, "a", "EFFECT", "1", "A1A0B10");
     at(200, "b", "LOST", "1", "CLOSED");
     List<TermChecker.Injection> faults =
         List.of(new TermChecker.Injection(1, "a", "1", 55 * MS, false, "graceful-close@POST"));
@@ -104,7 +104,7 @@ class TermCheckerTest {
     List<TermChecker.Injection> faults = takeover();
     at(
         130, "a", "EFFECT", "1",
-        "1/10"); // checked at 50 ms, before the fault: no library can stop it
+        "A1A0B10"); // checked at 50 ms, before the fault: no library can stop it
     TermChecker.Result r = TermChecker.analyse(sorted(), Set.of("a"), faults);
     assertThat(r.violations()).isEmpty();
     assertThat(r.residualNanos()).isEqualTo(10 * MS);
@@ -112,9 +112,9 @@ class TermCheckerTest {
 
   @Test
   void tokensMustIncreaseAndTermsMustEndWithAReason() {
-    at(0, "a", "ACQUIRED", "1", "1/10", "100");
+    at(0, "a", "ACQUIRED", "1", "A1A0B10", "100");
     at(10, "a", "LOST", "1", "CLOSED");
-    at(20, "b", "ACQUIRED", "1", "1/9", "101");
+    at(20, "b", "ACQUIRED", "1", "A1A0A9", "101");
     TermChecker.Result r = TermChecker.analyse(timeline, Set.of(), List.of());
     assertThat(r.violations())
         .anyMatch(v -> v.startsWith("token did not increase"))
@@ -128,8 +128,8 @@ class TermCheckerTest {
     byKey.put(
         "k1",
         List.of(
-            new TermChecker.Event(90 * MS, "b", "ACQUIRED", List.of("1", "1/12")),
-            new TermChecker.Event(0, "a", "ACQUIRED", List.of("1", "1/10")),
+            new TermChecker.Event(90 * MS, "b", "ACQUIRED", List.of("1", "A1A0B12")),
+            new TermChecker.Event(0, "a", "ACQUIRED", List.of("1", "A1A0B10")),
             new TermChecker.Event(50 * MS, "a", "CHECK", List.of("1")),
             new TermChecker.Event(60 * MS, "a", "LOST", List.of("1", "CLOSED")),
             new TermChecker.Event(200 * MS, "b", "LOST", List.of("1", "CLOSED"))));
@@ -137,8 +137,8 @@ class TermCheckerTest {
     byKey.put(
         "k2",
         List.of(
-            new TermChecker.Event(0, "a", "ACQUIRED", List.of("1", "1/10")),
-            new TermChecker.Event(100 * MS, "b", "ACQUIRED", List.of("1", "1/11")),
+            new TermChecker.Event(0, "a", "ACQUIRED", List.of("1", "A1A0B10")),
+            new TermChecker.Event(100 * MS, "b", "ACQUIRED", List.of("1", "A1A0B11")),
             new TermChecker.Event(130 * MS, "a", "CHECK", List.of("1")),
             new TermChecker.Event(200 * MS, "b", "LOST", List.of("1", "CLOSED"))));
 

@@ -24,9 +24,9 @@ class WhoLeadsCheckerTest {
 
   /** a leads 0-300 ms (pid 100), b from 320 ms (pid 101); mallory (pid 666) held 400-500 ms. */
   private void handOver() {
-    at(0, "a", "ACQUIRED", "1", "1/10", "100");
+    at(0, "a", "ACQUIRED", "1", "A1A0B10", "100");
     at(300, "a", "LOST", "1", "CLOSED");
-    at(320, "b", "ACQUIRED", "1", "1/11", "101");
+    at(320, "b", "ACQUIRED", "1", "A1A0B11", "101");
   }
 
   private static Answer named(long ms, String candidate, int pid, String token) {
@@ -47,11 +47,11 @@ class WhoLeadsCheckerTest {
     handOver();
     assertThat(
             check(
-                named(100, "a", 100, "1/10"),
-                named(340, "a", 100, "1/10"), // within the lag after a's end
+                named(100, "a", 100, "A1A0B10"),
+                named(340, "a", 100, "A1A0B10"), // within the lag after a's end
                 Answer.nobody(310 * MS, "watch", LAG),
-                named(330, "b", 101, "1/11"),
-                named(310, "b", 101, "1/11"), // granted before its onAcquired
+                named(330, "b", 101, "A1A0B11"),
+                named(310, "b", 101, "A1A0B11"), // granted before its onAcquired
                 named(305, "b", 101, null), // its session before the token statement
                 named(300, "", 101, null), // its session before it is named
                 new Answer(450 * MS, "info", LAG, null, 666, null, true)))
@@ -61,7 +61,7 @@ class WhoLeadsCheckerTest {
   @Test
   void aHostileSessionNamedAsACandidateFails() {
     handOver();
-    assertThat(check(named(100, "mallory", 666, "2147483647/9223372036854775807")))
+    assertThat(check(named(100, "mallory", 666, "J2147483647A0S9223372036854775807")))
         .singleElement()
         .asString()
         .contains("FALSE WHO-LEADS")
@@ -71,7 +71,7 @@ class WhoLeadsCheckerTest {
   @Test
   void aDeadTermNamedLongAfterItsEndFails() {
     handOver();
-    assertThat(check(named(600, "a", 100, "1/10")))
+    assertThat(check(named(600, "a", 100, "A1A0B10")))
         .singleElement()
         .asString()
         .contains("no such term was live then");
@@ -79,12 +79,12 @@ class WhoLeadsCheckerTest {
 
   @Test
   void aTermItsClientEndedIsTheHolderUntilTheNextGrant() {
-    at(0, "a", "ACQUIRED", "1", "1/10", "100");
+    at(0, "a", "ACQUIRED", "1", "A1A0B10", "100");
     at(100, "a", "LOST", "1", "CLOSED"); // onLost runs before the release
-    at(900, "b", "ACQUIRED", "1", "1/11", "101");
-    assertThat(check(named(380, "a", 100, "1/10"))).isEmpty(); // mallory is granted at 400
+    at(900, "b", "ACQUIRED", "1", "A1A0B11", "101");
+    assertThat(check(named(380, "a", 100, "A1A0B10"))).isEmpty(); // mallory is granted at 400
     assertThat(check(Answer.nobody(380 * MS, "info", LAG))).isEmpty(); // released after onLost
-    assertThat(check(named(1000, "a", 100, "1/10")))
+    assertThat(check(named(1000, "a", 100, "A1A0B10")))
         .singleElement()
         .asString()
         .contains("no such term was live then");
@@ -93,7 +93,7 @@ class WhoLeadsCheckerTest {
   @Test
   void aWrongTokenFails() {
     handOver();
-    assertThat(check(named(100, "a", 100, "1/11"))).hasSize(1);
+    assertThat(check(named(100, "a", 100, "A1A0B11"))).hasSize(1);
   }
 
   @Test

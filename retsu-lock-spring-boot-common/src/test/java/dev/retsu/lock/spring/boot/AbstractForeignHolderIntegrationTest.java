@@ -99,7 +99,7 @@ public abstract class AbstractForeignHolderIntegrationTest {
   void aForeignSessionHoldingTheKeyUnderThisInstancesNameIsShownAsForeignNeverAsThisInstance()
       throws Exception {
     long key = key();
-    LoginOnlyRole.Holder mallory = hostileHolder(key, "retsu-lock:app#1/1");
+    LoginOnlyRole.Holder mallory = hostileHolder(key, "retsu-lock:app#A1A0A1");
     try (HikariDataSource pool = pool("foreign-watch")) {
       candidate("app", key, pool, true)
           .run(
@@ -160,7 +160,7 @@ public abstract class AbstractForeignHolderIntegrationTest {
   @Test
   void withoutTheWatchTheEndpointReadsAForeignHolderAsForeign() throws Exception {
     long key = key();
-    LoginOnlyRole.Holder mallory = hostileHolder(key, "retsu-lock:app#1/1");
+    LoginOnlyRole.Holder mallory = hostileHolder(key, "retsu-lock:app#A1A0A1");
     try (HikariDataSource pool = pool("foreign-read")) {
       candidate("app", key, pool, false)
           .run(
@@ -174,7 +174,7 @@ public abstract class AbstractForeignHolderIntegrationTest {
                     .containsEntry("pid", mallory.pid())
                     .containsEntry("foreign", true)
                     .containsEntry("self", false)
-                    .containsEntry("applicationName", "retsu-lock:app#1/1");
+                    .containsEntry("applicationName", "retsu-lock:app#A1A0A1");
                 assertThat(shown.get("candidate")).isNull();
                 assertThat(foreignGauge(c)).as("no watch: not known").isNaN();
               });
@@ -186,7 +186,7 @@ public abstract class AbstractForeignHolderIntegrationTest {
   void aGroupKeyHeldByAForeignSessionIsShownAsForeignAndCounted() throws Exception {
     String namespace = "foreign-group-" + key();
     LockKey taken = LockKey.named(namespace, "a");
-    LoginOnlyRole.Holder mallory = hostileHolder(taken.value(), "retsu-lock:app#1/1");
+    LoginOnlyRole.Holder mallory = hostileHolder(taken.value(), "retsu-lock:app#A1A0A1");
     try (HikariDataSource pool = pool("foreign-group")) {
       candidate("app", key(), pool, true)
           .withPropertyValues(
