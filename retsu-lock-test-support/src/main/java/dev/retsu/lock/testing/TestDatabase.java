@@ -8,16 +8,22 @@ import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.locks.ReentrantLock;
 import org.postgresql.ds.PGSimpleDataSource;
 
 /**
  * A fresh database on the shared test server, created for one test class and dropped after it.
- * Gives non-pooling data sources and a few operator queries that tests assert with. Thread-safe.
+ * Gives non-pooling data sources and a few operator queries that tests assert with. The queries run
+ * on one session of their own, kept open between them (tests poll them every few milliseconds; a
+ * new connection per poll made the server start and end a backend each time, and a poll failed
+ * whenever a connection's start stalled), opened again when the server ended it. Thread-safe.
  */
 public final class TestDatabase implements AutoCloseable {
 
   private final PostgresServer server;
   private final String name;
+  private final ReentrantLock adminLock = new ReentrantLock();
+  private Connection admin;
 
   TestDatabase(PostgresServer server, String name) {
     this.server = Objects.requireNonNull(server, "server");
@@ -225,12 +231,59 @@ public final class TestDatabase implements AutoCloseable {
    * @throws SQLException on a database error
    */
   public boolean terminateBackend(int pid) throws SQLException {
-    try (Connection c = connect();
-        PreparedStatement ps = c.prepareStatement("SELECT pg_terminate_backend(?, 5000)")) {
-      ps.setInt(1, pid);
-      try (ResultSet rs = ps.executeQuery()) {
-        rs.next();
-        return rs.getBoolean(1);
+    return onAdmin(
+        c -> {
+          try (PreparedStatement ps = c.prepareStatement("SELECT pg_terminate_backend(?, 5000)")) {
+            ps.setInt(1, pid);
+            try (ResultSet rs = ps.executeQuery()) {
+              rs.next();
+              return rs.getBoolean(1);
+            }
+          }
+        });
+  }
+
+  /** Work on the admin session. */
+  private interface AdminWork<T> {
+    T run(Connection c) throws SQLException;
+  }
+
+  /**
+   * Runs {@code work} on the admin session, opened when there is none. When the work fails and the
+   * session turns out to be gone (the server ended it: a restart, a terminate), the session is
+   * dropped and the work runs once on a new one, as a pool replaces a dead connection; any other
+   * failure is the work's own and is thrown.
+   */
+  private <T> T onAdmin(AdminWork<T> work) throws SQLException {
+    adminLock.lock();
+    try {
+      boolean fresh = admin == null;
+      if (fresh) {
+        admin = connect();
+      }
+      try {
+        return work.run(admin);
+      } catch (SQLException e) {
+        if (fresh || admin.isValid(2)) {
+          throw e;
+        }
+        closeAdmin();
+        admin = connect();
+        return work.run(admin);
+      }
+    } finally {
+      adminLock.unlock();
+    }
+  }
+
+  private void closeAdmin() {
+    Connection c = admin;
+    admin = null;
+    if (c != null) {
+      try {
+        c.close();
+      } catch (SQLException e) {
+        // already gone
       }
     }
   }
@@ -244,37 +297,48 @@ public final class TestDatabase implements AutoCloseable {
    * @throws SQLException on a database error
    */
   public List<Integer> queryInts(String sql, Object... args) throws SQLException {
-    try (Connection c = connect();
-        PreparedStatement ps = c.prepareStatement(sql)) {
-      for (int i = 0; i < args.length; i++) {
-        ps.setObject(i + 1, args[i]);
-      }
-      List<Integer> out = new ArrayList<>();
-      try (ResultSet rs = ps.executeQuery()) {
-        while (rs.next()) {
-          out.add(rs.getInt(1));
-        }
-      }
-      return out;
-    }
+    return onAdmin(
+        c -> {
+          try (PreparedStatement ps = c.prepareStatement(sql)) {
+            for (int i = 0; i < args.length; i++) {
+              ps.setObject(i + 1, args[i]);
+            }
+            List<Integer> out = new ArrayList<>();
+            try (ResultSet rs = ps.executeQuery()) {
+              while (rs.next()) {
+                out.add(rs.getInt(1));
+              }
+            }
+            return out;
+          }
+        });
   }
 
   /**
-   * Runs statements on a new connection.
+   * Runs statements on the admin session, in autocommit.
    *
    * @param sql the statements
    * @throws SQLException on a database error
    */
   public void execute(String sql) throws SQLException {
-    try (Connection c = connect();
-        Statement s = c.createStatement()) {
-      s.execute(sql);
-    }
+    onAdmin(
+        c -> {
+          try (Statement s = c.createStatement()) {
+            s.execute(sql);
+          }
+          return null;
+        });
   }
 
   /** Drops the database, ending any session still connected to it. */
   @Override
   public void close() {
+    adminLock.lock();
+    try {
+      closeAdmin();
+    } finally {
+      adminLock.unlock();
+    }
     try (Connection c = server.connect("postgres");
         Statement s = c.createStatement()) {
       s.execute("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
