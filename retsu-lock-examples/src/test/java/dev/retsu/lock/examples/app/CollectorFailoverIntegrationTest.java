@@ -110,7 +110,7 @@ class CollectorFailoverIntegrationTest {
     assertThat(leader.get("/leader"))
         .contains("\"role\":\"leader\"")
         .contains("\"candidate\":\"" + leader.name + "\"")
-        .containsPattern("\"fencingToken\":\"\\d+/\\d+\"");
+        .containsPattern("\"fencingToken\":\"[A-T]\\d+[A-T]\\d+[A-T]\\d+\"");
     assertThat(standby.get("/leader"))
         .contains("\"role\":\"standby\"")
         .contains("\"term\":null")
