@@ -82,7 +82,7 @@ class LeaderGroupSessionIntegrationTest {
     for (List<String> s : seen.values()) {
       assertThat(s.subList(0, 3)).containsExactly("5", "11s", "11000");
       // A group session shows the newest token it took (one per batch of keys).
-      assertThat(s.get(3)).matches("retsu-lock:bounds#[0-9]+/[0-9]+");
+      assertThat(s.get(3)).matches("retsu-lock:bounds#[A-T][0-9]+[A-T][0-9]+[A-T][0-9]+");
       assertThat(s.get(4)).hasSize(32);
     }
     // Two sessions, two markers: each session's own.
@@ -154,6 +154,59 @@ class LeaderGroupSessionIntegrationTest {
                     && g.keys().stream()
                         .allMatch(
                             k -> g.sessionPid(k).filter(p -> !before.contains(p)).isPresent()));
+  }
+
+  /**
+   * A session of a live member that ends (terminated here) frees its keys, and the member takes
+   * them again on its other sessions at once: with a one-hour membership interval and a one-hour
+   * reconnect interval, they come back within seconds only through the round its session's end
+   * starts, not through a membership round or the ended session opening again.
+   */
+  @Test
+  void aSessionLostByALiveMemberHasItsKeysTakenBackOnItsOtherSessionsAtOnce(TestDatabase db)
+      throws Exception {
+    LeaderGroup g =
+        track(
+            LeaderGroup.builder(db.dataSource(), "lost-" + TestKeys.nextValue(), keys(12))
+                .candidateId("lost")
+                .sessions(3)
+                .heartbeatInterval(Duration.ofMillis(100))
+                .reconnectInterval(Duration.ofHours(1))
+                .membershipInterval(Duration.ofHours(1))
+                .build());
+    g.start(ctx -> ctx.ensureLeader());
+    await()
+        .atMost(WITHIN)
+        .until(
+            () ->
+                g.heldCount() == 12
+                    && g.openSessions() == 3
+                    && g.keys().stream().map(g::sessionPid).distinct().count() == 3);
+    // A session that holds keys and no two-part lock: not the membership session (its slot is a
+    // two-part key; the group's own keys here are one-part).
+    List<Integer> membership =
+        db.queryInts(
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 AND granted");
+    int victim =
+        g.keys().stream()
+            .map(k -> g.sessionPid(k).orElseThrow())
+            .filter(pid -> !membership.contains(pid))
+            .findFirst()
+            .orElseThrow();
+    List<LockKey> freed =
+        g.keys().stream().filter(k -> g.sessionPid(k).orElseThrow() == victim).toList();
+    assertThat(freed).isNotEmpty();
+
+    assertThat(db.terminateBackend(victim)).isTrue();
+
+    await()
+        .atMost(WITHIN)
+        .until(
+            () ->
+                g.openSessions() == 2
+                    && g.heldCount() == 12
+                    && freed.stream()
+                        .allMatch(k -> g.sessionPid(k).filter(p -> p != victim).isPresent()));
   }
 
   /**

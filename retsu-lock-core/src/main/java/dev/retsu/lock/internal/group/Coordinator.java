@@ -41,6 +41,7 @@ public final class Coordinator implements Runnable {
   private final KeyPlacement placement;
   private final TimeSource time;
   private final AtomicBoolean roundNow = new AtomicBoolean();
+  private final AtomicBoolean keysLost = new AtomicBoolean();
   private volatile Thread thread;
   private volatile int members;
   private long lastSlot = -1;
@@ -95,6 +96,24 @@ public final class Coordinator implements Runnable {
     Thread t = thread;
     if (t != null) {
       LockSupport.unpark(t);
+    }
+  }
+
+  /**
+   * A session of this member ended while the member lives (terminated, its connection cut): the
+   * keys it held are free now. With the membership session still open, a round now sweeps the ring
+   * on the member's other sessions, so those keys are owned again within one statement instead of
+   * after the reconnect; the ended session is opened again as usual. Without the membership session
+   * the member is gone for the others, whose watches start their own rounds.
+   *
+   * @param slot the slot whose session ended
+   */
+  public void sessionEnded(SessionSlot slot) {
+    keysLost.set(true);
+    if (slot.index() != 0 && slots.get(0).worker() != null && !core.closing()) {
+      roundNow();
+    } else {
+      nudge();
     }
   }
 
@@ -165,8 +184,10 @@ public final class Coordinator implements Runnable {
           rebalancer.quota(),
           core.settings().keys().size());
     }
-    if (time.nanoTime() - changedAt - SWEEP_WINDOW_NANOS < 0) {
-      rebalancer.sweepAgain(); // the departed member's sessions may end one after another
+    if (keysLost.getAndSet(false) || time.nanoTime() - changedAt - SWEEP_WINDOW_NANOS < 0) {
+      // Keys a session of this member held are free (a sweep finds them wherever they are), or
+      // the departed member's sessions may end one after another.
+      rebalancer.sweepAgain();
     }
     BitSet held = core.heldSet();
     BitSet handedOff = core.handedOff(time.nanoTime());

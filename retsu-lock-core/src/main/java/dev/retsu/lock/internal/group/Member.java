@@ -144,7 +144,7 @@ public final class Member implements SessionSlot.Events {
 
   @Override
   public void ended(SessionSlot slot) {
-    coordinator.nudge();
+    coordinator.sessionEnded(slot);
   }
 
   @Override
