@@ -384,6 +384,45 @@ final class GroupBenchmark {
   /** One departure as it happened: who, when (System.nanoTime), how. */
   private record Left(Member member, long nanos, boolean killed) {}
 
+  /** One lock session of a live member terminated: whose, when (System.nanoTime), its pid. */
+  private record LostSession(Member member, long nanos, int pid) {}
+
+  /**
+   * A lock session of a live member, not its membership session (which holds the group's slot
+   * {@code (ns, s)}, {@code s < 256}, {@code ns} the first 4 bytes of SHA-256 of {@code
+   * retsu-lock-group:<name>}): the pid that holds the most keys.
+   */
+  private int lockSessionOf(String group, Member m) throws Exception {
+    byte[] d =
+        java.security.MessageDigest.getInstance("SHA-256")
+            .digest(("retsu-lock-group:" + group).getBytes(StandardCharsets.UTF_8));
+    long ns = Integer.toUnsignedLong(java.nio.ByteBuffer.wrap(d, 0, 4).getInt());
+    try (java.sql.Connection c = env.connect();
+        java.sql.PreparedStatement ps =
+            c.prepareStatement(
+                "SELECT a.pid FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid AND"
+                    + " l.locktype = 'advisory' AND l.granted WHERE a.application_name LIKE ? AND"
+                    + " NOT EXISTS (SELECT 1 FROM pg_locks s WHERE s.pid = a.pid AND s.locktype ="
+                    + " 'advisory' AND s.objsubid = 2 AND s.classid = ?::oid AND s.objid < 256)"
+                    + " GROUP BY a.pid ORDER BY count(*) DESC LIMIT 1")) {
+      ps.setString(1, "retsu-lock:" + m.id + "#%");
+      ps.setLong(2, ns);
+      try (java.sql.ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          throw new IllegalStateException(m.id + " shows no lock session besides its membership");
+        }
+        return rs.getInt(1);
+      }
+    }
+  }
+
+  private void terminate(int pid) throws Exception {
+    try (java.sql.Connection c = env.connect();
+        java.sql.Statement st = c.createStatement()) {
+      st.execute("SELECT pg_terminate_backend(" + pid + ")");
+    }
+  }
+
   /**
    * Departures at one shape: {@code members} members over {@code members x keysPerMember} keys; in
    * each repetition one member leaves gracefully (stdin closed: {@code close()}), a new member
@@ -400,6 +439,8 @@ final class GroupBenchmark {
     List<Left> left = new ArrayList<>();
     List<Long> parentLeave = new ArrayList<>();
     List<Long> parentKill = new ArrayList<>();
+    List<LostSession> lostSessions = new ArrayList<>();
+    List<Long> parentLost = new ArrayList<>();
     try {
       Progress.log("group departures: %d members x %,d keys", members, keysPerMember);
       long t0 = System.nanoTime();
@@ -440,6 +481,24 @@ final class GroupBenchmark {
             throw new IllegalStateException(
                 "the group of " + members + " did not balance after a member joined; see " + out);
           }
+        }
+        // A lock session of a live member ends (terminated): its keys are free, the member lives.
+        Thread.sleep(settle.toMillis());
+        Member owner = live.get(ThreadLocalRandom.current().nextInt(live.size()));
+        int pid = lockSessionOf(group, owner);
+        long lossesBefore = owner.count.losses();
+        long s0 = System.nanoTime();
+        terminate(pid);
+        lostSessions.add(new LostSession(owner, s0, pid));
+        long owned = until(s0, () -> owner.count.losses() > lossesBefore && owned(live, keys));
+        parentLost.add(owned);
+        Progress.log(
+            "group departures: a lock session of a live member of %d (%,d keys each) terminated,"
+                + " rep %d: every key owned again after %d ms (parent's view)",
+            members, keysPerMember, rep, owned);
+        if (until(System.nanoTime(), () -> balanced(live, keys)) < 0) {
+          throw new IllegalStateException(
+              "the group of " + members + " did not balance after a lost session; see " + out);
         }
       }
     } finally {
@@ -514,7 +573,72 @@ final class GroupBenchmark {
               tTerms,
               tFound));
     }
+    List<Long> again = new ArrayList<>();
+    List<Integer> freed = new ArrayList<>();
+    for (LostSession l : lostSessions) {
+      long[] r = ownedAgainAfterSessionLost(t, l);
+      again.add(r[0]);
+      freed.add((int) r[1]);
+    }
+    result.add(
+        new Departure(
+            members,
+            keysPerMember,
+            "a lock session of a live member terminated",
+            again,
+            parentLost,
+            freed,
+            0,
+            0));
     return result;
+  }
+
+  /**
+   * The keys whose term of {@code l}'s member was open at the strike and ended as {@code
+   * SESSION_LOST} within 10 s after it (the terminated session's keys), and for each the first term
+   * of any member, that one included, begun after that end: returns {the longest from the strike in
+   * ms (-1 when a key was not taken again), the number of keys}.
+   */
+  private static long[] ownedAgainAfterSessionLost(Timelines t, LostSession l) {
+    long worst = 0;
+    int keys = 0;
+    String id = l.member().id;
+    for (List<TermChecker.Event> es : t.byKey.values()) {
+      boolean open = false;
+      long end = -1;
+      for (TermChecker.Event ev : es) {
+        if (!ev.member().equals(id)) {
+          continue;
+        }
+        if (ev.nanos() - l.nanos() < 0) {
+          open = ev.kind().equals("ACQUIRED") || (open && !ev.kind().equals("LOST"));
+        } else if (open && ev.kind().equals("LOST")) {
+          if (ev.nanos() - l.nanos() < 10_000_000_000L
+              && ev.fields().size() > 1
+              && ev.fields().get(1).equals("SESSION_LOST")) {
+            end = ev.nanos();
+          }
+          break;
+        }
+      }
+      if (end < 0) {
+        continue;
+      }
+      keys++;
+      long next = -1;
+      for (TermChecker.Event ev : es) {
+        if (ev.kind().equals("ACQUIRED") && ev.nanos() - end >= 0) {
+          next = ev.nanos();
+          break;
+        }
+      }
+      if (next < 0) {
+        worst = -1;
+      } else if (worst >= 0) {
+        worst = Math.max(worst, (next - l.nanos()) / 1_000_000);
+      }
+    }
+    return new long[] {worst, keys};
   }
 
   private static int departureWindow(List<Left> left, long nanos) {
@@ -590,13 +714,18 @@ final class GroupBenchmark {
                 + " clock for every process); the parent's own view (the survivors' counts add up"
                 + " to every key, printed every 20 ms) beside it. Acting overlap: TermChecker over"
                 + " every key's timeline, violations in these repetitions' windows (the first"
-                + " kind's count also covers the cold start).\n\n"
+                + " kind's count also covers the cold start). Then, still in each repetition, one"
+                + " lock session of a live member (not its membership session) is terminated"
+                + " (`pg_terminate_backend`): its time runs to the last of that session's keys"
+                + " starting a term on any member, the same member included; its terms and"
+                + " violations are counted in the `kill -9` rows' windows (0 in its own row).\n\n"
                 + "| members | keys per member | departure | n | keys of the departed member"
                 + " (median) | all owned again, median (ms) | min / max (ms) | parent's view,"
                 + " median (ms) | terms started | two acting owners (TermChecker violations) |\n"
                 + "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     List<SvgChart.Panel> panels = new ArrayList<>();
-    for (String kind : List.of("graceful leave", "kill -9")) {
+    for (String kind :
+        List.of("graceful leave", "kill -9", "a lock session of a live member terminated")) {
       List<SvgChart.Series> series = new ArrayList<>();
       for (Departure d : departures) {
         if (!d.kind().equals(kind)) {
@@ -629,7 +758,8 @@ final class GroupBenchmark {
                 String.format(Locale.ROOT, "%d members x %,d keys", d.members(), d.keysPerMember()),
                 ok.stream().map(v -> (double) Math.max(v, 1)).toList()));
       }
-      panels.add(new SvgChart.Panel(kind + " of a member", series));
+      panels.add(
+          new SvgChart.Panel(kind.startsWith("a lock") ? kind : kind + " of a member", series));
     }
     Files.writeString(
         out.resolve("group-results.md"),
