@@ -632,13 +632,20 @@ final class GroupBenchmark {
           break;
         }
       }
-      if (next < 0) {
-        worst = -1;
-      } else if (worst >= 0) {
-        worst = Math.max(worst, (next - l.nanos()) / 1_000_000);
-      }
+      worst = worst(worst, next, l.nanos());
     }
     return new long[] {worst, keys};
+  }
+
+  /**
+   * The longest time so far with one more key: -1 once a key was not taken again ({@code next} <
+   * 0), else the longer of {@code worst} and {@code next - from}, in ms.
+   */
+  private static long worst(long worst, long next, long from) {
+    if (next < 0 || worst < 0) {
+      return -1;
+    }
+    return Math.max(worst, (next - from) / 1_000_000);
   }
 
   private static int departureWindow(List<Left> left, long nanos) {
@@ -688,11 +695,7 @@ final class GroupBenchmark {
           break;
         }
       }
-      if (next < 0) {
-        worst = -1;
-      } else if (worst >= 0) {
-        worst = Math.max(worst, (next - l.nanos()) / 1_000_000);
-      }
+      worst = worst(worst, next, l.nanos());
     }
     return new long[] {worst, keys};
   }
