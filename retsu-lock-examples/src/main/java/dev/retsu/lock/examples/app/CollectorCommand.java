@@ -204,7 +204,10 @@ public final class CollectorCommand {
     config.setMaximumPoolSize(db.poolSize());
     // Fixed-size (minimumIdle unset, HikariCP's default): the leader keeps one connection for its
     // whole term and its end evicts it; HikariCP refills evicted connections only up to
-    // minimumIdle, so a smaller minimumIdle can leave a waiting thread without one.
+    // minimumIdle, so a smaller minimumIdle can leave a waiting thread without one. Sized to what
+    // the process uses (the lock's session and a few more), not larger: when a process dies, every
+    // connection it held is a backend that exits at the same moment as the leader's, and on a small
+    // server those exits delay the standby's grant.
     config.setConnectionTimeout(Duration.ofSeconds(10).toMillis());
     config.setMetricsTrackerFactory(new MicrometerMetricsTrackerFactory(registry));
     return new HikariDataSource(config);

@@ -25,8 +25,8 @@ public final class Settings {
       Option.of(
           "RETSU_DATABASE__POOL_SIZE",
           "--pool-size",
-          "10",
-          "HikariCP pool size; the leader keeps one connection for its term");
+          "4",
+          "HikariCP pool size, fixed; the leader keeps one connection for its term");
   static final Option MANAGEMENT_PORT =
       Option.of(
           "RETSU_WORKER__MANAGEMENT__PORT",

@@ -40,7 +40,7 @@ class MainTest {
         .contains("RETSU_DATABASE__USER")
         .contains("RETSU_DATABASE__PASSWORD")
         .contains("RETSU_DATABASE__POOL_SIZE")
-        .contains("(default 10)")
+        .contains("(default 4)")
         .contains("RETSU_WORKER__MANAGEMENT__PORT")
         .contains("(default 24350)")
         .contains("RETSU_WORKER__STATE_COLLECTOR__INTERVAL")

@@ -13,11 +13,11 @@ class SettingsTest {
   private static final String URL = "jdbc:postgresql://db:5432/retsu";
 
   @Test
-  void collectorDefaultsAreTheRetsuWorkers() {
+  void collectorDefaultsAreTheRetsuWorkersWithAPoolSizedForTheCollector() {
     Settings.Collector c = Settings.Collector.from(List.of(), Map.of());
 
     assertThat(c.database().url()).isEmpty();
-    assertThat(c.database().poolSize()).isEqualTo(10);
+    assertThat(c.database().poolSize()).isEqualTo(4);
     assertThat(c.managementPort()).isEqualTo(24350);
     assertThat(c.managementAddress()).isEqualTo("0.0.0.0");
     assertThat(c.interval()).isEqualTo(Duration.ofSeconds(15));
@@ -35,7 +35,7 @@ class SettingsTest {
                 "RETSU_DATABASE__URL", URL,
                 "RETSU_DATABASE__USER", "retsu",
                 "RETSU_DATABASE__PASSWORD", "secret",
-                "RETSU_DATABASE__POOL_SIZE", "4",
+                "RETSU_DATABASE__POOL_SIZE", "6",
                 "RETSU_WORKER__MANAGEMENT__PORT", "24351",
                 "RETSU_WORKER__STATE_COLLECTOR__INTERVAL", "PT2S",
                 "RETSU_WORKER__STATE_COLLECTOR__CANDIDATE_ID", "collector-b"));
@@ -43,7 +43,7 @@ class SettingsTest {
     assertThat(c.database().url()).contains(URL);
     assertThat(c.database().user()).contains("retsu");
     assertThat(c.database().password()).contains("secret");
-    assertThat(c.database().poolSize()).isEqualTo(4);
+    assertThat(c.database().poolSize()).isEqualTo(6);
     assertThat(c.managementPort()).isEqualTo(24351);
     assertThat(c.interval()).isEqualTo(Duration.ofSeconds(2));
     assertThat(c.candidateId()).contains("collector-b");
