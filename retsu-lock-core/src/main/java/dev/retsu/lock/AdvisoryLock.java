@@ -6,6 +6,7 @@ import dev.retsu.lock.internal.TimeSource;
 import dev.retsu.lock.internal.loop.LockWaiter;
 import dev.retsu.lock.internal.session.Holders;
 import dev.retsu.lock.internal.session.LockSession;
+import dev.retsu.lock.internal.session.Notices;
 import dev.retsu.lock.internal.session.Session;
 import dev.retsu.lock.internal.session.SessionOpener;
 import dev.retsu.lock.internal.session.SessionTerminator;
@@ -61,7 +62,7 @@ public final class AdvisoryLock {
   public static final Duration DEFAULT_ROUND_TRIP_TIMEOUT = Duration.ofSeconds(10);
 
   /** Prefix of the {@code application_name} a lease sets on its session. */
-  public static final String APPLICATION_NAME_PREFIX = "retsu-lock:";
+  public static final String APPLICATION_NAME_PREFIX = Notices.PREFIX;
 
   private static final Pattern SETTING_NAME = Pattern.compile("[a-z_][a-z0-9_]*(\\.[a-z0-9_]+)?");
 

@@ -14,7 +14,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.Set;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -378,11 +377,6 @@ public final class LeaderGroup implements AutoCloseable {
   /** Test seam: the first part of the membership slots' keys. */
   int membershipNamespace() {
     return core.membership().groupKey().first();
-  }
-
-  /** Test seam: every live session's pid and keys. */
-  Map<Integer, Set<LockKey>> sessionsForTests() {
-    return member.sessions();
   }
 
   @Override

@@ -10,10 +10,7 @@ import dev.retsu.lock.internal.term.SessionWatchdog;
 import dev.retsu.lock.internal.term.SessionWorker;
 import dev.retsu.lock.internal.term.TermState;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -252,17 +249,5 @@ public final class Member implements SessionSlot.Events {
       }
     }
     return false;
-  }
-
-  /** Every live session's pid and keys (tests read it). */
-  public Map<Integer, Set<LockKey>> sessions() {
-    Map<Integer, Set<LockKey>> out = new LinkedHashMap<>();
-    for (SessionSlot s : slots) {
-      SessionWorker w = s.worker();
-      if (w != null) {
-        out.put(w.session().id().pid(), Set.copyOf(w.terms().keySet()));
-      }
-    }
-    return out;
   }
 }

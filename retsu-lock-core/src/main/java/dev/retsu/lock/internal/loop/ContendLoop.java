@@ -2,7 +2,6 @@ package dev.retsu.lock.internal.loop;
 
 import dev.retsu.lock.AdvisoryLockException;
 import dev.retsu.lock.AttemptResult;
-import dev.retsu.lock.LeaderLoop;
 import dev.retsu.lock.LeaderTask;
 import dev.retsu.lock.LossReason;
 import dev.retsu.lock.internal.session.Session;
@@ -28,7 +27,13 @@ import org.slf4j.LoggerFactory;
 public final class ContendLoop {
 
   /** The loop's logger: these lines are the loop's, as they always were. */
-  private static final Logger LOG = LoggerFactory.getLogger(LeaderLoop.class);
+  /**
+   * The loop's lines go to the public class's logger ({@code dev.retsu.lock.LeaderLoop}), the one
+   * name users configure, without this layer importing the class above it.
+   */
+  static final String LOGGER = "dev.retsu.lock.LeaderLoop";
+
+  private static final Logger LOG = LoggerFactory.getLogger(LOGGER);
 
   private final LoopSettings settings;
   private final TermListeners listeners;

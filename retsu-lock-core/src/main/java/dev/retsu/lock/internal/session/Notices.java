@@ -1,6 +1,5 @@
 package dev.retsu.lock.internal.session;
 
-import dev.retsu.lock.AdvisoryLock;
 import dev.retsu.lock.FencingToken;
 import dev.retsu.lock.LockKey;
 import java.util.Optional;
@@ -28,8 +27,11 @@ public final class Notices {
   /** The channel every leader notifies and every watch listens on. */
   public static final String CHANNEL = "retsu_lock";
 
-  /** The prefix of a candidate's sessions ({@link AdvisoryLock#APPLICATION_NAME_PREFIX}). */
-  public static final String PREFIX = AdvisoryLock.APPLICATION_NAME_PREFIX;
+  /**
+   * The prefix of a candidate's sessions' {@code application_name}; public as {@code
+   * AdvisoryLock.APPLICATION_NAME_PREFIX}.
+   */
+  public static final String PREFIX = "retsu-lock:";
 
   /** The prefix of a preferred WAIT standby's waiting session. */
   public static final String PREFERRED_PREFIX = "retsu-lock-preferred:";
@@ -47,15 +49,6 @@ public final class Notices {
    */
   public static String keyId(LockKey key) {
     return key.isTwoPart() ? "2:" + key.first() + ":" + key.second() : "1:" + key.value();
-  }
-
-  /**
-   * The SQL expression of a key id over the four key arrays' columns ({@link KeySql#KEYS}).
-   *
-   * @return a text expression
-   */
-  static String keyIdSql() {
-    return "CASE WHEN k.pair THEN '2:' || k.a || ':' || k.b ELSE '1:' || k.v END";
   }
 
   /**

@@ -38,14 +38,4 @@ public record SessionId(
       List<String> applied) {
     this(dataSource, pid, database, key, candidateId, context, applied, ServerRoute.UNKNOWN);
   }
-
-  /**
-   * The same session described for another key of it, in a group.
-   *
-   * @param context the new prefix
-   * @return the id with that prefix
-   */
-  public SessionId withContext(String context) {
-    return new SessionId(dataSource, pid, database, key, candidateId, context, applied, route);
-  }
 }
