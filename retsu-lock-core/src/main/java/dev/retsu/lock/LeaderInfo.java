@@ -1,8 +1,8 @@
 package dev.retsu.lock;
 
-import dev.retsu.lock.internal.session.Holders;
 import dev.retsu.lock.internal.session.SelfFence;
 import dev.retsu.lock.internal.session.Session;
+import dev.retsu.lock.internal.watch.Holders;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Instant;

@@ -141,7 +141,7 @@ public final class LeaderLoop implements AutoCloseable {
    * @throws AdvisoryLockException if the query fails
    */
   public Optional<LockHolder> currentHolder() {
-    return dev.retsu.lock.internal.session.Holders.current(settings.spec());
+    return dev.retsu.lock.internal.watch.Holders.current(settings.spec());
   }
 
   /**

@@ -4,8 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
-import dev.retsu.lock.internal.loop.LockWaiter;
 import dev.retsu.lock.internal.session.KeySql;
+import dev.retsu.lock.internal.session.LockWaiter;
 import dev.retsu.lock.testing.FaultProxy;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;

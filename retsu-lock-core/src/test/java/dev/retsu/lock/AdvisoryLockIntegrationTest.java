@@ -6,8 +6,8 @@ import static org.awaitility.Awaitility.await;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
-import dev.retsu.lock.internal.loop.LockWaiter;
 import dev.retsu.lock.internal.session.KeySql;
+import dev.retsu.lock.internal.session.LockWaiter;
 import dev.retsu.lock.oddpool.HidingClassLoader;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;

@@ -3,8 +3,8 @@ package dev.retsu.lock;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import dev.retsu.lock.internal.loop.LockWaiter;
 import dev.retsu.lock.internal.loop.LoopSettings;
+import dev.retsu.lock.internal.session.LockWaiter;
 import dev.retsu.lock.internal.session.PgSession;
 import dev.retsu.lock.testing.FaultProxy;
 import dev.retsu.lock.testing.PostgresExtension;

@@ -7,6 +7,7 @@ import dev.retsu.lock.LossReason;
 import dev.retsu.lock.TakeoverMode;
 import dev.retsu.lock.Term;
 import dev.retsu.lock.UnsafeSessionException;
+import dev.retsu.lock.internal.session.LockWaiter;
 import dev.retsu.lock.internal.session.Session;
 import dev.retsu.lock.internal.session.SessionOpener;
 import dev.retsu.lock.internal.term.TermState;

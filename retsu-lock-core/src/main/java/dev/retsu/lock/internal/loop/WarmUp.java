@@ -7,6 +7,7 @@ import dev.retsu.lock.LossReason;
 import dev.retsu.lock.Term;
 import dev.retsu.lock.internal.Diagnostics;
 import dev.retsu.lock.internal.session.LockSession;
+import dev.retsu.lock.internal.session.LockWaiter;
 import dev.retsu.lock.internal.session.PgSession;
 import dev.retsu.lock.internal.session.ProofException;
 import dev.retsu.lock.internal.session.Proofs;

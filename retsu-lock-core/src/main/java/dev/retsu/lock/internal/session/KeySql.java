@@ -86,8 +86,17 @@ public final class KeySql {
     return index + 2;
   }
 
-  /** Binds the four key arrays of {@link #KEYS} from {@code index}; returns the next free index. */
-  static int bindArrays(Connection conn, PreparedStatement ps, int index, List<LockKey> keys)
+  /**
+   * Binds the four key arrays of {@link #KEYS} from {@code index}.
+   *
+   * @param conn the connection that makes the arrays
+   * @param ps the statement
+   * @param index the first parameter index
+   * @param keys the keys
+   * @return the next free index
+   * @throws SQLException when an array cannot be made or bound
+   */
+  public static int bindArrays(Connection conn, PreparedStatement ps, int index, List<LockKey> keys)
       throws SQLException {
     int n = keys.size();
     Long[] values = new Long[n];
@@ -117,7 +126,7 @@ public final class KeySql {
    * @param objsubid 1 for a bigint key, 2 for a two-part key
    * @return the key
    */
-  static LockKey fromPgLocks(long classid, long objid, int objsubid) {
+  public static LockKey fromPgLocks(long classid, long objid, int objsubid) {
     if (objsubid == 1) {
       return LockKey.of((classid << 32) | objid);
     }

@@ -6,7 +6,6 @@ import dev.retsu.lock.LeaderInfo;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.internal.TimeSource;
 import dev.retsu.lock.internal.session.HolderSql;
-import dev.retsu.lock.internal.session.Holders;
 import dev.retsu.lock.internal.session.Notices;
 import dev.retsu.lock.internal.session.PgSession;
 import dev.retsu.lock.internal.session.Session;

@@ -1,18 +1,9 @@
-package dev.retsu.lock.internal.loop;
+package dev.retsu.lock.internal.session;
 
 import dev.retsu.lock.AdvisoryLockException;
 import dev.retsu.lock.FencingToken;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.internal.TimeSource;
-import dev.retsu.lock.internal.session.KeySql;
-import dev.retsu.lock.internal.session.Notices;
-import dev.retsu.lock.internal.session.PgSession;
-import dev.retsu.lock.internal.session.Refusals;
-import dev.retsu.lock.internal.session.Session;
-import dev.retsu.lock.internal.session.SessionOpener;
-import dev.retsu.lock.internal.session.SessionSql;
-import dev.retsu.lock.internal.session.SessionTerminator;
-import dev.retsu.lock.internal.session.TokenMode;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;

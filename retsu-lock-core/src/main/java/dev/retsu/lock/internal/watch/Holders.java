@@ -1,10 +1,15 @@
-package dev.retsu.lock.internal.session;
+package dev.retsu.lock.internal.watch;
 
 import dev.retsu.lock.AdvisoryLockException;
 import dev.retsu.lock.LeaderInfo;
 import dev.retsu.lock.LockHolder;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.internal.Diagnostics;
+import dev.retsu.lock.internal.session.HolderSql;
+import dev.retsu.lock.internal.session.KeySql;
+import dev.retsu.lock.internal.session.Notices;
+import dev.retsu.lock.internal.session.SessionOpener;
+import dev.retsu.lock.internal.session.SessionTerminator;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;

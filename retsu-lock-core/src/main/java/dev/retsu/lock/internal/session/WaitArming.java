@@ -1,10 +1,5 @@
-package dev.retsu.lock.internal.loop;
+package dev.retsu.lock.internal.session;
 
-import dev.retsu.lock.internal.session.Notices;
-import dev.retsu.lock.internal.session.PgSession;
-import dev.retsu.lock.internal.session.SessionOpener;
-import dev.retsu.lock.internal.session.SessionSql;
-import dev.retsu.lock.internal.session.TokenMode;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
