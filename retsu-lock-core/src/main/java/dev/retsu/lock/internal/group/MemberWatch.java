@@ -2,6 +2,7 @@ package dev.retsu.lock.internal.group;
 
 import dev.retsu.lock.AdvisoryLockException;
 import dev.retsu.lock.LeaderWatch;
+import dev.retsu.lock.internal.session.Notices;
 import dev.retsu.lock.internal.session.PgSession;
 import dev.retsu.lock.internal.session.Session;
 import dev.retsu.lock.internal.session.SessionOpener;
@@ -154,12 +155,12 @@ final class MemberWatch implements Runnable {
       // This read saw the watched member gone before the watch did: tell the others all the same,
       // or they learn of it only at their own next membership read.
       LOG.debug("{} The member at slot {} is gone (membership read)", spec.context(), gone);
-      notices.add("gone:" + gone);
+      notices.add(Notices.gone(gone));
       wakeup.wakeAll();
     }
     if (mine != own) {
       own = mine;
-      pending = "joined:" + mine;
+      pending = Notices.joined(mine);
     }
   }
 
@@ -208,7 +209,7 @@ final class MemberWatch implements Runnable {
    * cooldownMillis}: they take it even above their quota meanwhile.
    */
   void yielded(int index, long cooldownMillis) {
-    notices.add("yielded:" + index + ":" + cooldownMillis);
+    notices.add(Notices.yielded(index, cooldownMillis));
     wakeup.wakeAll();
   }
 
@@ -221,7 +222,7 @@ final class MemberWatch implements Runnable {
     int slot = own;
     if (s != null && slot >= 0 && s.isOpen()) {
       try {
-        s.call(c -> notify(c, "left:" + slot));
+        s.call(c -> notify(c, Notices.left(slot)));
       } catch (SQLException | RuntimeException e) {
         LOG.debug("{} Could not tell the group this member left: {}", spec.context(), e.toString());
       }
@@ -344,7 +345,7 @@ final class MemberWatch implements Runnable {
         previous = -1;
         LOG.debug("{} The member at slot {} is gone", spec.context(), before);
         roundNow.run(); // first: this member's round need not wait for the notice's round trip
-        s.call(c -> notify(c, "gone:" + before));
+        s.call(c -> notify(c, Notices.gone(before)));
       }
     }
   }
@@ -409,7 +410,7 @@ final class MemberWatch implements Runnable {
   /** A notice of a member session: a hint to look now, and a {@code yielded} sets a window. */
   private void believe(String notice) {
     LOG.debug("{} Notice from the group: {}", spec.context(), notice);
-    HandOff h = handOff(notice, core.settings().keys().size());
+    Notices.HandOff h = handOff(notice, core.settings().keys().size());
     long now = core.settings().term().time().nanoTime();
     if (h != null && !core.handOff(h.index(), now, now + h.millis() * 1_000_000L)) {
       LOG.debug("{} Ignored {}: this member holds or just held that key", spec.context(), notice);
@@ -435,40 +436,15 @@ final class MemberWatch implements Runnable {
   }
 
   /**
-   * What a {@code yielded:<index>:<cooldownMillis>} notice asks.
-   *
-   * @param index the key's position
-   * @param millis the hand-off window, at most {@link #MAX_HAND_OFF}
-   */
-  record HandOff(int index, long millis) {}
-
-  /**
-   * The hand-off window a notice asks for: null unless it is {@code yielded:<index>:<millis>} with
-   * an index among {@code keys} and a cooldown of zero or more, which is capped at {@link
-   * #MAX_HAND_OFF}.
+   * The hand-off window a {@code yielded} notice asks for ({@link Notices#handOff}), at most {@link
+   * #MAX_HAND_OFF}; null when it asks for none.
    *
    * @param notice the payload
    * @param keys the group's key count
    * @return the window, or null
    */
-  static HandOff handOff(String notice, int keys) {
-    if (notice == null || !notice.startsWith("yielded:")) {
-      return null;
-    }
-    String[] f = notice.split(":", -1);
-    if (f.length != 3) {
-      return null;
-    }
-    try {
-      int index = Integer.parseInt(f[1]);
-      long millis = Long.parseLong(f[2]);
-      if (index < 0 || index >= keys || millis < 0) {
-        return null;
-      }
-      return new HandOff(index, Math.min(millis, MAX_HAND_OFF.toMillis()));
-    } catch (NumberFormatException e) {
-      return null;
-    }
+  static Notices.HandOff handOff(String notice, int keys) {
+    return Notices.handOff(notice, keys, MAX_HAND_OFF.toMillis());
   }
 
   private Void notify(java.sql.Connection c, String what) throws SQLException {

@@ -218,6 +218,42 @@ public final class Notices {
   }
 
   /**
+   * The {@code acquired} notice as the token statements send it, a text expression ({@code
+   * pg_notify} returns void): {@code acquired <key> <pid> <token> <candidate>}, the words {@link
+   * #parse} reads. The candidate is the last bound parameter of the expression.
+   *
+   * @param keyId a text expression of the key's id ({@link #keyId})
+   * @param pid an expression of the leader's backend pid
+   * @param token a text expression of the token's comparable form
+   * @return the expression
+   */
+  static String acquiredSql(String keyId, String pid, String token) {
+    return "pg_catalog.pg_notify('"
+        + CHANNEL
+        + "', "
+        + acquiredPayloadSql(keyId, pid, token)
+        + ")::text";
+  }
+
+  /**
+   * The payload of {@link #acquiredSql}: a text expression joining the words with one space.
+   *
+   * @param keyId a text expression of the key's id
+   * @param pid an expression of the pid
+   * @param token a text expression of the token
+   * @return the expression, with one parameter: the candidate
+   */
+  static String acquiredPayloadSql(String keyId, String pid, String token) {
+    return "'acquired ' || "
+        + keyId
+        + " || ' ' || "
+        + pid
+        + " || ' ' || "
+        + token
+        + " || ' ' || ?::text";
+  }
+
+  /**
    * The payload of a {@code released} notice.
    *
    * @param key the key
@@ -227,5 +263,85 @@ public final class Notices {
    */
   public static String released(LockKey key, int pid, FencingToken token) {
     return "released " + keyId(key) + " " + pid + " " + token;
+  }
+
+  /**
+   * A group member's notice, on its group's own channel, that it holds membership slot {@code
+   * slot}; like every notice, a hint to look now, believed only from a member's session.
+   *
+   * @param slot the slot
+   * @return the payload
+   */
+  public static String joined(int slot) {
+    return "joined:" + slot;
+  }
+
+  /**
+   * A group member's notice that it left slot {@code slot}, its keys released.
+   *
+   * @param slot the slot
+   * @return the payload
+   */
+  public static String left(int slot) {
+    return "left:" + slot;
+  }
+
+  /**
+   * A group member's notice that the member at slot {@code slot} is gone.
+   *
+   * @param slot the slot
+   * @return the payload
+   */
+  public static String gone(int slot) {
+    return "gone:" + slot;
+  }
+
+  /**
+   * A group member's notice that it yielded the key at {@code index} and does not take it for
+   * {@code cooldownMillis}.
+   *
+   * @param index the key's position in the group
+   * @param cooldownMillis the cooldown
+   * @return the payload
+   */
+  public static String yielded(int index, long cooldownMillis) {
+    return "yielded:" + index + ":" + cooldownMillis;
+  }
+
+  /**
+   * What a {@link #yielded} notice asks.
+   *
+   * @param index the key's position
+   * @param millis the hand-off window
+   */
+  public record HandOff(int index, long millis) {}
+
+  /**
+   * Reads a {@link #yielded} notice: null unless it is {@code yielded:<index>:<millis>} with an
+   * index among {@code keys} and a cooldown of zero or more, which is capped at {@code maxMillis}.
+   *
+   * @param notice the payload
+   * @param keys the group's key count
+   * @param maxMillis the longest window
+   * @return the window, or null
+   */
+  public static HandOff handOff(String notice, int keys, long maxMillis) {
+    if (notice == null || !notice.startsWith("yielded:")) {
+      return null;
+    }
+    String[] f = notice.split(":", -1);
+    if (f.length != 3) {
+      return null;
+    }
+    try {
+      int index = Integer.parseInt(f[1]);
+      long millis = Long.parseLong(f[2]);
+      if (index < 0 || index >= keys || millis < 0) {
+        return null;
+      }
+      return new HandOff(index, Math.min(millis, maxMillis));
+    } catch (NumberFormatException e) {
+      return null;
+    }
   }
 }

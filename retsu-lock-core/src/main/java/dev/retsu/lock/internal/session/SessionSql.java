@@ -188,7 +188,7 @@ public final class SessionSql {
         + " y.took, y.holder, CASE WHEN y.locked THEN pg_catalog.set_config('application_name', "
         + Notices.termNameSql("('#' || y.tok)")
         + ", false) END, CASE WHEN y.locked THEN "
-        + acquiredNotice("?::text", "y.pid", "y.tok")
+        + Notices.acquiredSql("?::text", "y.pid", "y.tok")
         + " END, CASE WHEN y.locked AND ?::bool THEN "
         + PREFERRED_WAITING
         + " END FROM (SELECT x.*, CASE WHEN x.locked THEN "
@@ -235,23 +235,6 @@ public final class SessionSql {
         + " AND "
         + candidateRole("a", null)
         + " LIMIT 1), 0)";
-  }
-
-  /**
-   * The {@code acquired} notice as a text expression ({@code pg_notify} returns void): {@code
-   * acquired <key> <pid> <token> <candidate>}; the candidate is the last bound parameter of the
-   * expression.
-   */
-  private static String acquiredNotice(String keyId, String pid, String token) {
-    return "pg_catalog.pg_notify('"
-        + Notices.CHANNEL
-        + "', 'acquired ' || "
-        + keyId
-        + " || ' ' || "
-        + pid
-        + " || ' ' || "
-        + token
-        + " || ' ' || ?::text)::text";
   }
 
   /**
@@ -327,7 +310,7 @@ public final class SessionSql {
     return "SELECT t.xid, t.tl, t.redo, t.pid, pg_catalog.set_config('application_name', "
         + Notices.termNameSql("('#' || t.tok)")
         + ", false), (SELECT pg_catalog.count("
-        + acquiredNotice("n.id", "t.pid", "t.tok")
+        + Notices.acquiredSql("n.id", "t.pid", "t.tok")
         + ") FROM unnest(?::text[]) AS n(id)) FROM (SELECT u.xid, u.tl, u.redo, u.pid, "
         + TokenMode.form("u.tl", "u.redo", "u.xid")
         + " AS tok FROM (SELECT pg_catalog.pg_current_xact_id()::text AS xid, "

@@ -2,6 +2,7 @@ package dev.retsu.lock.internal.group;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.retsu.lock.internal.session.Notices;
 import org.junit.jupiter.api.Test;
 
 /** Which member a member watches: the one before it, round the ring; itself never. */
@@ -31,10 +32,9 @@ class MemberWatchTest {
 
   @Test
   void aYieldedNoticeSetsAWindowOfAtMostTheDocumentedBound() {
-    assertThat(MemberWatch.handOff("yielded:3:30000", 8))
-        .isEqualTo(new MemberWatch.HandOff(3, 30_000));
+    assertThat(MemberWatch.handOff("yielded:3:30000", 8)).isEqualTo(new Notices.HandOff(3, 30_000));
     assertThat(MemberWatch.handOff("yielded:0:1000000000", 8))
-        .isEqualTo(new MemberWatch.HandOff(0, MemberWatch.MAX_HAND_OFF.toMillis()));
+        .isEqualTo(new Notices.HandOff(0, MemberWatch.MAX_HAND_OFF.toMillis()));
     assertThat(MemberWatch.MAX_HAND_OFF).isEqualTo(java.time.Duration.ofMinutes(5));
   }
 
