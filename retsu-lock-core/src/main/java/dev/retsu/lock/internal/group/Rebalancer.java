@@ -50,7 +50,6 @@ public final class Rebalancer {
   private int rank;
   private int cursor;
   private int sweeps = SWEEP_ROUNDS;
-  private int lastHeld;
 
   public Rebalancer(int keys) {
     if (keys < 1) {
@@ -115,34 +114,12 @@ public final class Rebalancer {
   }
 
   /**
-   * The start of a round: keys lost since the last round (a session ended, a key found unlocked)
-   * call for a sweep, as a membership change does.
-   *
-   * @param held keys held now
-   */
-  public void observe(int held) {
-    if (held < lastHeld) {
-      sweeps = SWEEP_ROUNDS;
-    }
-    lastHeld = held;
-  }
-
-  /**
-   * The end of a round.
-   *
-   * @param held keys held now
-   */
-  public void settle(int held) {
-    lastHeld = held;
-  }
-
-  /**
    * How many keys this round may try. For {@link #SWEEP_ROUNDS} rounds after a change (membership,
-   * keys lost, the start), and while at least a quarter of its quota is missing (a member that just
-   * joined), a member sweeps the whole ring, so keys freed anywhere (a crashed member's whole
-   * range, surplus yielded by others) are found in one round; otherwise at most {@link #budget}, so
-   * a member a few keys short at rest (the shortfall is then below the number of members) costs a
-   * few hundred try-locks per round, not N.
+   * the start), for one round after {@link #sweepAgain} (keys lost), and while at least a quarter
+   * of its quota is missing (a member that just joined), a member sweeps the whole ring, so keys
+   * freed anywhere (a crashed member's whole range, surplus yielded by others) are found in one
+   * round; otherwise at most {@link #budget}, so a member a few keys short at rest (the shortfall
+   * is then below the number of members) costs a few hundred try-locks per round, not N.
    *
    * @param held keys held now
    * @param minTries the floor of the budget at rest
