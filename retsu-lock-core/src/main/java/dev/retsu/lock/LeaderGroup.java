@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -339,13 +340,20 @@ public final class LeaderGroup implements AutoCloseable {
    * failFast(false)} returns instead and its sessions keep trying (a transaction pooler still stops
    * it).
    *
+   * <p>Keep the returned future, as with {@link LeaderLoop#start}: it completes when the group is
+   * closed (after every session ended), and exceptionally with the cause when the group fails later
+   * ({@link State#FAILED}, {@link #failure()}), for instance on a transaction-mode pooler found by
+   * a reconnect.
+   *
    * @param task the work for one key, run on the session that holds it every {@code
    *     refreshInterval}; {@link LeaderContext#term()} says which key
+   * @return completes when the group stops: normally after {@link #close()}, exceptionally with
+   *     what failed it
    * @throws AdvisoryLockException when the first session could not be opened (the group is then
    *     {@link State#FAILED})
    * @throws IllegalStateException if the group was started or closed already
    */
-  public void start(LeaderTask task) {
+  public CompletableFuture<Void> start(LeaderTask task) {
     Objects.requireNonNull(task, "task");
     lifecycle.start("A LeaderGroup starts once", settings.context());
     LeaderWatch watch = settings.term().watch();
@@ -355,6 +363,7 @@ public final class LeaderGroup implements AutoCloseable {
       }
     }
     member.start(task);
+    return lifecycle.ended();
   }
 
   /**

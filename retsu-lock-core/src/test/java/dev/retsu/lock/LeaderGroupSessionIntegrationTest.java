@@ -14,6 +14,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -276,6 +277,21 @@ class LeaderGroupSessionIntegrationTest {
   }
 
   @Test
+  void startReturnsAFutureThatCompletesOnceTheGroupIsClosed(TestDatabase db) throws Exception {
+    LeaderGroup g =
+        track(
+            LeaderGroup.builder(db.dataSource(), "done-" + TestKeys.nextValue(), keys(2)).build());
+    CompletableFuture<Void> done = g.start(ctx -> {});
+    await().atMost(WITHIN).until(() -> g.heldCount() == 2);
+    assertThat(done).isNotDone();
+
+    g.close();
+
+    assertThat(done).isCompleted(); // normally: not exceptionally, not cancelled
+    assertThat(g.state()).isEqualTo(LeaderGroup.State.CLOSED);
+  }
+
+  @Test
   void aBackendSharedWithAnotherGroupSessionIsRefused(TestDatabase db) throws Exception {
     try (SharedBackendDataSource shared = new SharedBackendDataSource(db)) {
       LeaderGroup g =
@@ -286,12 +302,19 @@ class LeaderGroupSessionIntegrationTest {
                   .build());
       // The first session takes the backend and marks it; the second gets the same backend,
       // finds the marker and is refused, and the group stops: retrying would lock on it again.
+      CompletableFuture<Void> done = null;
       try {
-        g.start(ctx -> {});
+        done = g.start(ctx -> {});
       } catch (UnsafeSessionException e) {
         assertThat(e.reason()).isEqualTo(LossReason.POOLER_DETECTED);
       }
       await().atMost(WITHIN).until(() -> g.state() == LeaderGroup.State.FAILED);
+      if (done != null) {
+        // It started, and a second session found the marker: the future says so.
+        CompletableFuture<Void> d = done;
+        await().atMost(WITHIN).until(d::isDone);
+        assertThatThrownBy(d::join).hasCauseInstanceOf(UnsafeSessionException.class);
+      }
       assertThat(g.failure())
           .get()
           .isInstanceOfSatisfying(

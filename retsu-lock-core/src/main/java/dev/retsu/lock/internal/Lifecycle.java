@@ -1,6 +1,7 @@
 package dev.retsu.lock.internal;
 
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
@@ -25,6 +26,9 @@ public final class Lifecycle {
   private final AtomicReference<Phase> phase = new AtomicReference<>(Phase.NEW);
   private volatile Throwable failure;
 
+  /** Completes when the phase becomes CLOSED, exceptionally when it becomes FAILED. */
+  private final CompletableFuture<Void> ended = new CompletableFuture<>();
+
   /** The phase now. */
   public Phase phase() {
     return phase.get();
@@ -47,12 +51,27 @@ public final class Lifecycle {
   public void fail(Throwable cause) {
     failure = cause;
     phase.set(Phase.FAILED);
+    ended.completeExceptionally(cause);
   }
 
   /** Moves NEW or RUNNING to CLOSED; a FAILED one stays FAILED. */
   public void close() {
     phase.compareAndSet(Phase.NEW, Phase.CLOSED);
     phase.compareAndSet(Phase.RUNNING, Phase.CLOSED);
+    if (phase.get() == Phase.CLOSED) {
+      ended.complete(null);
+    }
+  }
+
+  /**
+   * A future of the end: completes when the phase becomes CLOSED, exceptionally with the cause when
+   * it becomes FAILED. Each call returns a new copy, so a caller that completes its own copy
+   * changes nothing here.
+   *
+   * @return the future
+   */
+  public CompletableFuture<Void> ended() {
+    return ended.copy();
   }
 
   /** What failed it, once FAILED. */

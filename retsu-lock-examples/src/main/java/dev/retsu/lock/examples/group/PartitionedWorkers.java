@@ -16,6 +16,10 @@ import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * A {@link LeaderGroup} member: 16 partitions shared fairly by every running copy. Each partition's
@@ -34,7 +38,8 @@ public final class PartitionedWorkers {
    * @throws SQLException when the table cannot be created
    * @throws InterruptedException when the main thread is interrupted
    */
-  public static void main(String[] args) throws SQLException, InterruptedException {
+  public static void main(String[] args)
+      throws SQLException, InterruptedException, ExecutionException {
     HikariConfig config = new HikariConfig();
     config.setPoolName("retsu-lock-group-example");
     config.setJdbcUrl(System.getenv("RETSU_DATABASE__URL")); // jdbc:postgresql://host:5432/db
@@ -71,24 +76,25 @@ public final class PartitionedWorkers {
             .build();
     LeaderGroupMetrics metrics = LeaderGroupMetrics.of(group); // retsu_lock_group_* series
     metrics.bindTo(registry);
-    group.start(
-        ctx -> { // for each partition this copy owns, on the session that holds its key
-          int partition = group.keys().indexOf(ctx.term().key()); // 0..15
-          try (PreparedStatement ps =
-              ctx.connection()
-                  .prepareStatement(
-                      "INSERT INTO partition_owner VALUES (?, ?, ?, 1) ON CONFLICT (partition)"
-                          + " DO UPDATE SET member = excluded.member, token = excluded.token,"
-                          + " runs = partition_owner.runs + 1"
-                          + " WHERE partition_owner.token <= excluded.token")) { // a stale term
-            // writes nothing
-            ps.setInt(1, partition);
-            ps.setString(2, group.candidateId());
-            ps.setString(3, ctx.fencingToken().toString()); // one text that sorts like the token
-            ctx.ensureLeader(); // right before the effect: throws once this key's term is over
-            ps.executeUpdate();
-          }
-        });
+    CompletableFuture<Void> done = // completes when the group is closed, or failed
+        group.start(
+            ctx -> { // for each partition this copy owns, on the session that holds its key
+              int partition = group.keys().indexOf(ctx.term().key()); // 0..15
+              try (PreparedStatement ps =
+                  ctx.connection()
+                      .prepareStatement(
+                          "INSERT INTO partition_owner VALUES (?, ?, ?, 1) ON CONFLICT (partition)"
+                              + " DO UPDATE SET member = excluded.member, token = excluded.token,"
+                              + " runs = partition_owner.runs + 1"
+                              + " WHERE partition_owner.token <= excluded.token")) { // a stale
+                // term writes nothing
+                ps.setInt(1, partition);
+                ps.setString(2, group.candidateId());
+                ps.setString(3, ctx.fencingToken().toString()); // sorts like the token
+                ctx.ensureLeader(); // right before the effect: throws once the key's term is over
+                ps.executeUpdate();
+              }
+            });
     // end-snippet
     Runtime.getRuntime()
         .addShutdownHook(
@@ -100,8 +106,13 @@ public final class PartitionedWorkers {
                 },
                 "retsu-lock-group-example-shutdown"));
     System.out.println("member " + group.candidateId() + " of group " + group.name());
-    while (group.state() == LeaderGroup.State.RUNNING) { // what a /metrics scrape would show
-      Thread.sleep(5_000);
+    while (true) { // until the shutdown hook closes the group; a failure ends main with its cause
+      try {
+        done.get(5, TimeUnit.SECONDS);
+        return;
+      } catch (TimeoutException stillRunning) {
+        // print what a /metrics scrape would show
+      }
       Gauge held = registry.find(Names.GROUP_KEYS_HELD).gauge();
       Gauge members = registry.find(Names.GROUP_MEMBERS).gauge();
       if (held != null && members != null) { // null once the shutdown hook closed the metrics
