@@ -149,7 +149,8 @@ class AdvisoryLockIntegrationTest {
         AdvisoryLock.of(db.dataSource(), key).tryAcquire().orElseThrow()) {
       int before = db.clientSessions();
       assertThat(AdvisoryLock.of(db.dataSource(), key).tryAcquire()).isEmpty();
-      await().atMost(PROMPTLY).until(db::clientSessions, n -> n == before);
+      // at most as many as before: a backend of an earlier test may still be leaving
+      await().atMost(PROMPTLY).until(db::clientSessions, n -> n <= before);
       assertThat(lease.isHeld()).isTrue();
     }
   }
