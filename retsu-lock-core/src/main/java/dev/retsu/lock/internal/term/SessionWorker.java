@@ -83,7 +83,7 @@ public final class SessionWorker extends TermRefresh {
    */
   public TermState begin(Term term) {
     TermState t = new TermState(term, session, this);
-    t.nextRefresh = options.time().nanoTime();
+    t.nextRefreshAt(options.time().nanoTime());
     terms.put(term.key(), t);
     return t;
   }
@@ -96,8 +96,8 @@ public final class SessionWorker extends TermRefresh {
    * @param delay how long
    */
   public void delayFirstRefresh(TermState t, Duration delay) {
-    t.nextRefresh = options.time().nanoTime() + delay.toNanos();
-    t.announceAtFirstRefresh = true;
+    t.nextRefreshAt(options.time().nanoTime() + delay.toNanos());
+    t.deferAnnouncement();
   }
 
   /** The thread running the schedule, or null before it runs. */
@@ -230,7 +230,7 @@ public final class SessionWorker extends TermRefresh {
     long now = time.nanoTime();
     long next = session.proofs().nextHeartbeat();
     for (TermState t : terms.values()) {
-      next = Math.min(next, t.nextRefresh);
+      next = Math.min(next, t.nextRefresh());
     }
     long wait = next - now;
     if (wait <= 0 || !jobs.isEmpty()) {

@@ -84,7 +84,7 @@ public final class TermListeners {
     try {
       if (!term.ended()) {
         each("onAcquired", ON_ACQUIRED, term.term(), null, null);
-        term.announced = true;
+        term.markAnnounced();
       }
     } finally {
       order.unlock();
@@ -95,7 +95,7 @@ public final class TermListeners {
   void refreshed(TermState term, Duration took, Throwable error) {
     order.lock();
     try {
-      if (!term.announced || term.lostDelivered || (error == null && term.ended())) {
+      if (!term.announced() || term.lostDelivered() || (error == null && term.ended())) {
         return;
       }
       if (error == null) {
@@ -112,10 +112,10 @@ public final class TermListeners {
   boolean lost(TermState term) {
     order.lock();
     try {
-      if (!term.announced || term.lostDelivered) {
+      if (!term.announced() || term.lostDelivered()) {
         return false;
       }
-      term.lostDelivered = true;
+      term.markLostDelivered();
       each("onLost", ON_LOST, term.term(), term.reason(), term.cause());
       return true;
     } finally {

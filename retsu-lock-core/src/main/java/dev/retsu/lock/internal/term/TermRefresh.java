@@ -29,7 +29,7 @@ abstract class TermRefresh extends TermEnd {
    * A constant, linked at class initialisation (the warm-up), not at a takeover's first refresh.
    */
   private static final Comparator<TermState> BY_NEXT_REFRESH =
-      Comparator.comparingLong(t -> t.nextRefresh);
+      Comparator.comparingLong(TermState::nextRefresh);
 
   TermRefresh(Parts parts) {
     super(parts);
@@ -40,7 +40,7 @@ abstract class TermRefresh extends TermEnd {
     long now = options.time().nanoTime();
     List<TermState> due = new ArrayList<>();
     for (TermState t : terms.values()) {
-      if (!t.ended() && now - t.nextRefresh >= 0) {
+      if (!t.ended() && now - t.nextRefresh() >= 0) {
         due.add(t);
       }
     }
@@ -63,9 +63,9 @@ abstract class TermRefresh extends TermEnd {
       selfFence(); // e.g. resumed after a pause longer than the deadline: before any leader work
       return;
     }
-    if (t.announceAtFirstRefresh && !t.announced) {
+    if (t.announceAtFirstRefresh() && !t.announced()) {
       listeners.acquired(t); // a deferred announcement (a loop's lock-delay)
-      if (!t.announced) {
+      if (!t.announced()) {
         return; // it ended meanwhile
       }
     }
@@ -102,10 +102,10 @@ abstract class TermRefresh extends TermEnd {
       }
       return;
     }
-    t.refreshes++;
+    t.refreshed();
     LOG.debug("{} Refresh of term {} took {}", context(t), t.term().number(), took);
     listeners.refreshed(t, took, null);
-    t.nextRefresh = time.nanoTime() + options.refreshInterval().toNanos();
+    t.nextRefreshAt(time.nanoTime() + options.refreshInterval().toNanos());
   }
 
   /** After a refresh: autocommit back on, nothing left open; an ownership proof if one is due. */

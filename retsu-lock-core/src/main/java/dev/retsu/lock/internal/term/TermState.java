@@ -37,17 +37,17 @@ public final class TermState implements LeaderContext {
 
   private final AtomicBoolean finishing = new AtomicBoolean();
   private volatile Connection view;
-  volatile boolean announced;
-  volatile boolean lostDelivered;
+  private volatile boolean announced;
+  private volatile boolean lostDelivered;
 
   /** Whether the worker announces the term at its first refresh (a loop's lock-delay). */
-  volatile boolean announceAtFirstRefresh;
+  private volatile boolean announceAtFirstRefresh;
 
   /** When the next refresh is due; the worker's alone. */
-  long nextRefresh;
+  private long nextRefresh;
 
   /** Refreshes that succeeded; the worker's alone. */
-  int refreshes;
+  private int refreshes;
 
   TermState(Term term, Session session, SessionWorker worker) {
     this.term = term;
@@ -213,6 +213,51 @@ public final class TermState implements LeaderContext {
    */
   public int refreshes() {
     return refreshes;
+  }
+
+  /** Counts a refresh that succeeded; the worker's thread alone. */
+  void refreshed() {
+    refreshes++;
+  }
+
+  /** {@code onAcquired} was delivered ({@link TermListeners}). */
+  boolean announced() {
+    return announced;
+  }
+
+  /** Marks {@code onAcquired} delivered; under the listeners' lock. */
+  void markAnnounced() {
+    announced = true;
+  }
+
+  /** {@code onLost} was delivered ({@link TermListeners}). */
+  boolean lostDelivered() {
+    return lostDelivered;
+  }
+
+  /** Marks {@code onLost} delivered; under the listeners' lock. */
+  void markLostDelivered() {
+    lostDelivered = true;
+  }
+
+  /** Whether the worker announces the term at its first refresh (a loop's lock-delay). */
+  boolean announceAtFirstRefresh() {
+    return announceAtFirstRefresh;
+  }
+
+  /** Makes the worker announce the term at its first refresh instead of now. */
+  void deferAnnouncement() {
+    announceAtFirstRefresh = true;
+  }
+
+  /** When the next refresh is due, on the session's clock; the worker's alone. */
+  long nextRefresh() {
+    return nextRefresh;
+  }
+
+  /** Sets when the next refresh is due; the worker's thread alone. */
+  void nextRefreshAt(long nanos) {
+    nextRefresh = nanos;
   }
 
   /** The session the term's key is held on. */
