@@ -241,7 +241,9 @@ class LeaderGroupIntegrationTest {
             () ->
                 rec.lost.stream().skip(lostBefore).filter(l -> l.member().equals("a")).count()
                     >= victimKeys.size());
-    List<GroupRecorder.Lost> after = new ArrayList<>(rec.lost.subList(lostBefore, rec.lost.size()));
+    // A copy first: a sub-list view of the recorder's list fails if a listener adds meanwhile.
+    List<GroupRecorder.Lost> all = List.copyOf(rec.lost);
+    List<GroupRecorder.Lost> after = all.subList(lostBefore, all.size());
     List<GroupRecorder.Lost> ofA = after.stream().filter(l -> l.member().equals("a")).toList();
     assertThat(ofA.stream().map(GroupRecorder.Lost::key))
         .containsExactlyInAnyOrderElementsOf(victimKeys);
