@@ -36,6 +36,7 @@ class LifecycleTest {
     l.close();
 
     assertThat(l.phase()).isEqualTo(Lifecycle.Phase.FAILED);
+    assertThat(end).isCompletedExceptionally(); // fails at once, where a join would hang
     assertThatThrownBy(end::join).isInstanceOf(CompletionException.class).hasCause(cause);
   }
 

@@ -26,7 +26,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class ContendLoop {
 
-  /** The loop's logger: these lines are the loop's, as they always were. */
   /**
    * The loop's lines go to the public class's logger ({@code dev.retsu.lock.LeaderLoop}), the one
    * name users configure, without this layer importing the class above it.

@@ -86,8 +86,8 @@ public final class PartitionedWorkers {
                           "INSERT INTO partition_owner VALUES (?, ?, ?, 1) ON CONFLICT (partition)"
                               + " DO UPDATE SET member = excluded.member, token = excluded.token,"
                               + " runs = partition_owner.runs + 1"
-                              + " WHERE partition_owner.token <= excluded.token")) { // a stale
-                // term writes nothing
+                              + " WHERE partition_owner.token <= excluded.token")) {
+                // the WHERE: a stale term's write changes nothing
                 ps.setInt(1, partition);
                 ps.setString(2, group.candidateId());
                 ps.setString(3, ctx.fencingToken().toString()); // sorts like the token
