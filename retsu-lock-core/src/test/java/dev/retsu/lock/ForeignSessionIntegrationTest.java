@@ -16,7 +16,10 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -299,5 +302,61 @@ class ForeignSessionIntegrationTest {
     LockHolder holder = AdvisoryLock.of(db.dataSource(), key).currentHolder().orElseThrow();
     assertThat(holder.foreign()).isTrue();
     assertThat(holder.candidateId()).isEmpty();
+  }
+
+  /**
+   * A read sees the lock table and the sessions' roles at two moments; a candidate's session that
+   * ends between them (its key released, then its row gone) must not be shown as a foreign holder.
+   * Sessions of the candidates' role take the key and close, over and over, while two readers ask
+   * who holds it; no answer may call a holder foreign.
+   */
+  @Test
+  void aCandidatesSessionEndingDuringAReadIsNeverShownAsForeign(TestDatabase db) throws Exception {
+    LockKey key = TestKeys.next();
+    AtomicBoolean stop = new AtomicBoolean();
+    List<String> foreign = new CopyOnWriteArrayList<>();
+    AtomicInteger reads = new AtomicInteger();
+    List<Thread> readers = new ArrayList<>();
+    for (int r = 0; r < 2; r++) {
+      boolean info = r == 0;
+      Thread t =
+          new Thread(
+              () -> {
+                while (!stop.get()) {
+                  if (info) {
+                    LeaderInfo.of(db.dataSource(), key)
+                        .filter(LeaderInfo::foreign)
+                        .ifPresent(i -> foreign.add("LeaderInfo " + i));
+                  } else {
+                    AdvisoryLock.of(db.dataSource(), key)
+                        .currentHolder()
+                        .filter(LockHolder::foreign)
+                        .ifPresent(h -> foreign.add("LockHolder " + h));
+                  }
+                  reads.incrementAndGet();
+                }
+              },
+              "reader-" + r);
+      t.start();
+      readers.add(t);
+    }
+    int sessions = 0;
+    try {
+      for (; sessions < 600 && foreign.isEmpty(); sessions++) {
+        try (Connection c = db.connect();
+            Statement st = c.createStatement()) {
+          st.execute(
+              "SELECT pg_catalog.set_config('application_name', 'retsu-lock:c#A1A0A1', false)");
+          st.execute("SELECT pg_catalog.pg_advisory_lock(" + key.value() + ")");
+        }
+      }
+    } finally {
+      stop.set(true);
+      for (Thread t : readers) {
+        t.join(10_000);
+      }
+    }
+    assertThat(reads.get()).as("reads during %d sessions", sessions).isGreaterThan(sessions);
+    assertThat(foreign).as("holders shown as foreign in %d reads", reads.get()).isEmpty();
   }
 }

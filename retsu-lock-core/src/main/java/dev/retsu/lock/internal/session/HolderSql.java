@@ -22,6 +22,32 @@ public final class HolderSql {
     return "(l.mode = 'ExclusiveLock' OR NOT " + SessionSql.candidateRole("a", role) + ")";
   }
 
+  /**
+   * The {@code pg_stat_activity} row (alias {@code a}) of the lock row {@code lock}'s session, read
+   * after the lock table: a subquery that cannot be flattened runs once per lock row, so the
+   * server's lock table ({@code pg_locks}, read in full at its first row) is always the older of
+   * the two reads. A session that ends between them has released its locks before its row goes (the
+   * server releases a session's locks before it clears its activity entry): the row is missing and
+   * {@link #sessionStillThere} drops it, instead of showing a holder that let go as one of an
+   * unknown, foreign role. In the other order a session that took a key after the activity read
+   * would be missing as well, and would be shown as foreign whatever its role.
+   */
+  private static String activityAfter(String lock) {
+    return " LEFT JOIN LATERAL (SELECT s.pid, s.usesysid, s.usename, s.application_name,"
+        + " s.state_change, s.client_addr, s.backend_start FROM pg_catalog.pg_stat_activity s"
+        + " WHERE s.pid = "
+        + lock
+        + ".pid OFFSET 0) a ON true";
+  }
+
+  /**
+   * A lock row's session is still there: it has its activity row, or it is no session (a prepared
+   * transaction's lock has no pid, and is shown as a foreign holder).
+   */
+  private static String sessionStillThere(String lock) {
+    return "(" + lock + ".pid IS NULL OR a.pid IS NOT NULL)";
+  }
+
   /** {@link #holders(String)} for the asking session's own role. */
   public static String holders() {
     return holders(null);
@@ -40,9 +66,11 @@ public final class HolderSql {
     return "SELECT l.classid::int8, l.objid::int8, l.objsubid::int4, l.pid, a.application_name,"
         + " a.state_change, pg_catalog.current_database(), l.mode <> 'ExclusiveLock' OR NOT "
         + SessionSql.candidateRole("a", role)
-        + ", a.usename FROM pg_catalog.pg_locks l LEFT JOIN"
-        + " pg_catalog.pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND"
-        + " l.granted AND "
+        + ", a.usename FROM pg_catalog.pg_locks l"
+        + activityAfter("l")
+        + " WHERE l.locktype = 'advisory' AND l.granted AND "
+        + sessionStillThere("l")
+        + " AND "
         + holds(role)
         + " AND l.database = "
         + SessionSql.THIS_DATABASE
@@ -77,9 +105,12 @@ public final class HolderSql {
         + ") SELECT w.pid, a.application_name, a.usename, NOT "
         + SessionSql.candidateRole("a", role)
         + ", w.mode, w.waitstart, (SELECT pg_catalog.count(DISTINCT v.pid) FROM w v WHERE v.pid"
-        + " = ANY (b.pids))::int4 AS ahead FROM w LEFT JOIN pg_catalog.pg_stat_activity a ON"
-        + " a.pid = w.pid CROSS JOIN LATERAL (SELECT pg_catalog.pg_blocking_pids(w.pid) AS pids"
-        + " OFFSET 0) b ORDER BY ahead, w.waitstart NULLS LAST, w.pid";
+        + " = ANY (b.pids))::int4 AS ahead FROM w"
+        + activityAfter("w")
+        + " CROSS JOIN LATERAL (SELECT pg_catalog.pg_blocking_pids(w.pid) AS pids OFFSET 0) b"
+        + " WHERE "
+        + sessionStillThere("w")
+        + " ORDER BY ahead, w.waitstart NULLS LAST, w.pid";
   }
 
   /**
@@ -110,9 +141,11 @@ public final class HolderSql {
     return "SELECT l.pid, a.application_name, a.usename, pg_catalog.host(a.client_addr),"
         + " a.backend_start, pg_catalog.current_database(), l.mode <> 'ExclusiveLock' OR NOT "
         + SessionSql.candidateRole("a", role)
-        + " FROM pg_catalog.pg_locks l LEFT JOIN"
-        + " pg_catalog.pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND"
-        + " l.granted AND "
+        + " FROM pg_catalog.pg_locks l"
+        + activityAfter("l")
+        + " WHERE l.locktype = 'advisory' AND l.granted AND "
+        + sessionStillThere("l")
+        + " AND "
         + holds(role)
         + " AND l.database = "
         + SessionSql.THIS_DATABASE
