@@ -210,12 +210,13 @@ public final class AdvisoryLock {
   }
 
   /**
-   * Returns who holds the lock right now, on a connection borrowed for this one query.
+   * Returns who holds the lock right now, on a connection borrowed for this one query: what {@link
+   * LeaderInfo#of(DataSource, LockKey)} reads, each round trip bounded by the round-trip timeout.
    *
    * @return the holder, or empty if nobody holds it
    * @throws AdvisoryLockException if the query fails
    */
-  public Optional<LockHolder> currentHolder() {
+  public Optional<LeaderInfo> currentHolder() {
     return Holders.current(spec);
   }
 

@@ -135,12 +135,13 @@ public final class LeaderLoop implements AutoCloseable {
 
   /**
    * Returns who holds the key right now (any candidate, or any session), with one query on a
-   * borrowed connection.
+   * borrowed connection: what {@link LeaderInfo#of(DataSource, LockKey)} reads, each round trip
+   * bounded by the round-trip timeout.
    *
    * @return the holder, or empty if nobody holds it
    * @throws AdvisoryLockException if the query fails
    */
-  public Optional<LockHolder> currentHolder() {
+  public Optional<LeaderInfo> currentHolder() {
     return dev.retsu.lock.internal.watch.Holders.current(settings.spec());
   }
 

@@ -51,7 +51,7 @@ public final class LeaderLoopBuilder extends TermOptionsBuilder<LeaderLoopBuilde
   public static final Duration DEFAULT_WAIT_TIMEOUT = Duration.ofSeconds(60);
 
   private final LockKey key;
-  private Duration retryInterval = DEFAULT_RETRY_INTERVAL;
+  Duration retryInterval = DEFAULT_RETRY_INTERVAL;
   private double retryJitter = DEFAULT_RETRY_JITTER;
   private FailurePolicy failurePolicy = DEFAULT_FAILURE_POLICY;
   private Duration maxBackoff = DEFAULT_MAX_BACKOFF;

@@ -25,32 +25,6 @@ public abstract class TermOptionsBuilder<B extends TermOptionsBuilder<B>> {
   /** Default wait between refreshes: 15 seconds. */
   public static final Duration DEFAULT_REFRESH_INTERVAL = Duration.ofSeconds(15);
 
-  /** Default interval between proofs of a session: 2 seconds. */
-  public static final Duration DEFAULT_HEARTBEAT_INTERVAL = Duration.ofSeconds(2);
-
-  /** Default self-fencing deadline: 8 seconds after the start of the last successful round trip. */
-  public static final Duration DEFAULT_SELF_FENCE_AFTER = Duration.ofSeconds(8);
-
-  /** Default {@code tcp_keepalives_idle} on a leader's session: 5 seconds. */
-  public static final Duration DEFAULT_KEEPALIVE_IDLE = Duration.ofSeconds(5);
-
-  /** Default {@code tcp_keepalives_interval} on a leader's session: 2 seconds. */
-  public static final Duration DEFAULT_KEEPALIVE_INTERVAL = Duration.ofSeconds(2);
-
-  /** Default {@code tcp_keepalives_count} on a leader's session: 3. */
-  public static final int DEFAULT_KEEPALIVE_COUNT = 3;
-
-  /**
-   * Default {@code idle_session_timeout} on a leader's session: 11 seconds, the keepalive bound, so
-   * a paused leader (SIGSTOP, a long GC, a frozen VM, whose kernel still answers keepalives) is
-   * released as soon as a vanished one. Heartbeats keep a healthy leader's session busier than
-   * that.
-   */
-  public static final Duration DEFAULT_IDLE_SESSION_TIMEOUT = Duration.ofSeconds(11);
-
-  /** The least gap between the self-fencing deadline and the server-side bound: 1 second. */
-  public static final Duration MIN_FENCING_MARGIN = ServerBounds.MIN_FENCING_MARGIN;
-
   /** Default time a close waits for a running refresh to stop: 10 seconds. */
   public static final Duration DEFAULT_CLOSE_TIMEOUT = Duration.ofSeconds(10);
 
@@ -61,13 +35,7 @@ public abstract class TermOptionsBuilder<B extends TermOptionsBuilder<B>> {
   String candidateId;
   Duration refreshInterval = DEFAULT_REFRESH_INTERVAL;
   Duration refreshTimeout;
-  Duration heartbeatInterval = DEFAULT_HEARTBEAT_INTERVAL;
-  Duration selfFenceAfter = DEFAULT_SELF_FENCE_AFTER;
-  Duration keepaliveIdle = DEFAULT_KEEPALIVE_IDLE;
-  Duration keepaliveInterval = DEFAULT_KEEPALIVE_INTERVAL;
-  int keepaliveCount = DEFAULT_KEEPALIVE_COUNT;
-  Duration idleSessionTimeout = DEFAULT_IDLE_SESSION_TIMEOUT;
-  Duration roundTripTimeout = AdvisoryLock.DEFAULT_ROUND_TRIP_TIMEOUT;
+  FailoverTiming timing = FailoverTiming.DEFAULT;
   Duration closeTimeout = DEFAULT_CLOSE_TIMEOUT;
   boolean failFast = true;
   final List<LeaderListener> listeners = new ArrayList<>();
@@ -121,71 +89,16 @@ public abstract class TermOptionsBuilder<B extends TermOptionsBuilder<B>> {
   }
 
   /**
-   * Sets how often a leader's session is proven: alive (any round trip counts) when it is otherwise
-   * quiet, and that it still holds its keys when user code has used it, however busy the task keeps
-   * it. It also bounds what user SQL that releases a key through a function can go unseen for. At
-   * most half of {@code selfFenceAfter}. Defaults to 2 seconds.
+   * Sets how fast a vanished, paused or cut-off leader is replaced: {@link FailoverTiming#DEFAULT}
+   * (about 11 seconds), {@link FailoverTiming#FAST} (about 2 to 3 seconds), or a custom value built
+   * from either. The relations between its settings are checked when the recipe is built. Defaults
+   * to {@link FailoverTiming#DEFAULT}.
    *
-   * @param interval positive
+   * @param timing the timing
    * @return this builder
    */
-  public B heartbeatInterval(Duration interval) {
-    this.heartbeatInterval = Checks.positive("heartbeatInterval", interval);
-    return self();
-  }
-
-  /**
-   * Sets the self-fencing deadline: a leader stops acting when no round trip on its session has
-   * succeeded for this long (measured from the round trip's start, on the monotonic and the wall
-   * clock). At least 1 second below the server-side bound. Defaults to 8 seconds.
-   *
-   * @param deadline positive
-   * @return this builder
-   */
-  public B selfFenceAfter(Duration deadline) {
-    this.selfFenceAfter = Checks.positive("selfFenceAfter", deadline);
-    return self();
-  }
-
-  /**
-   * Sets the TCP keepalives of a leader's session: PostgreSQL ends it after idle + interval × count
-   * of silence ({@code tcp_user_timeout} is set to the same bound). Defaults to 5 s, 2 s, 3.
-   *
-   * @param idle {@code tcp_keepalives_idle}, whole seconds 1..3600
-   * @param interval {@code tcp_keepalives_interval}, whole seconds 1..3600
-   * @param count {@code tcp_keepalives_count}, 1..1000
-   * @return this builder
-   */
-  public B serverKeepalives(Duration idle, Duration interval, int count) {
-    this.keepaliveIdle = Checks.wholeSeconds("keepaliveIdle", idle);
-    this.keepaliveInterval = Checks.wholeSeconds("keepaliveInterval", interval);
-    this.keepaliveCount = Checks.within("keepaliveCount", count, 1, 1000);
-    return self();
-  }
-
-  /**
-   * Sets {@code idle_session_timeout} (and {@code idle_in_transaction_session_timeout}) on a
-   * leader's session: the server ends a leader that is alive but paused after this long. Defaults
-   * to 11 seconds (the default keepalive bound); zero turns it off. Heartbeats keep a healthy
-   * session from ever idling this long.
-   *
-   * @param timeout zero or at least 1 second
-   * @return this builder
-   */
-  public B serverIdleSessionTimeout(Duration timeout) {
-    this.idleSessionTimeout =
-        Checks.zeroOrAtLeast("idleSessionTimeout", timeout, Duration.ofSeconds(1));
-    return self();
-  }
-
-  /**
-   * Sets the network timeout of the library's own round trips. Defaults to 10 seconds.
-   *
-   * @param timeout positive
-   * @return this builder
-   */
-  public B roundTripTimeout(Duration timeout) {
-    this.roundTripTimeout = Checks.positive("roundTripTimeout", timeout);
+  public B timing(FailoverTiming timing) {
+    this.timing = Objects.requireNonNull(timing, "timing");
     return self();
   }
 
@@ -245,33 +158,16 @@ public abstract class TermOptionsBuilder<B extends TermOptionsBuilder<B>> {
   }
 
   /**
-   * The fast-failover settings: a partitioned, paused or vanished leader is replaced within about 3
-   * seconds instead of about 11, with the same guarantee (the leader fences itself before the
-   * server can free its lock). The server ends the leader's session after 2 seconds of silence
-   * (keepalives 1 s, 1 s, 1; {@code tcp_user_timeout} and {@code idle_session_timeout} 2 s), the
-   * leader fences itself 1 second after the start of its last successful round trip, and proves its
-   * session every 500 ms ({@code roundTripTimeout} 1 s). A loop also retries every 500 ms. What it
-   * costs: two heartbeats a second per leader session, and a leader whose round trips stall for
-   * about half a second (a long GC pause, a slow network, an overloaded server) fences itself and
-   * hands over where the defaults would have ridden it out. Options set after this call override
-   * it.
+   * The fast preset, {@link FailoverTiming#FAST}: a partitioned, paused or vanished leader is
+   * replaced within about 2 to 3 seconds instead of about 11, at the cost its Javadoc gives. The
+   * recipes add what their own standbys need to keep up (see their override). Options set after
+   * this call override it.
    *
    * @return this builder
    */
   public B fastFailover() {
-    heartbeatInterval(FAST_HEARTBEAT_INTERVAL);
-    selfFenceAfter(FAST_SELF_FENCE_AFTER);
-    serverKeepalives(Duration.ofSeconds(1), Duration.ofSeconds(1), 1);
-    serverIdleSessionTimeout(Duration.ofSeconds(2));
-    roundTripTimeout(Duration.ofSeconds(1));
-    return self();
+    return timing(FailoverTiming.FAST);
   }
-
-  /** {@link #fastFailover()}'s heartbeat: 500 ms. */
-  public static final Duration FAST_HEARTBEAT_INTERVAL = Duration.ofMillis(500);
-
-  /** {@link #fastFailover()}'s self-fencing deadline: 1 second. */
-  public static final Duration FAST_SELF_FENCE_AFTER = Duration.ofSeconds(1);
 
   /** Test seam: simulated time. */
   B timeSource(TimeSource time) {
@@ -281,7 +177,7 @@ public abstract class TermOptionsBuilder<B extends TermOptionsBuilder<B>> {
 
   /** The server-side bounds these options give a session. */
   ServerBounds bounds() {
-    return new ServerBounds(keepaliveIdle, keepaliveInterval, keepaliveCount, idleSessionTimeout);
+    return timing.bounds();
   }
 
   /** This candidate's id: the one set, or host, pid and a random suffix. */
@@ -303,9 +199,9 @@ public abstract class TermOptionsBuilder<B extends TermOptionsBuilder<B>> {
         context,
         AdvisoryLock.applicationName(term.candidateId()),
         term.bounds().sessionSettings(),
-        roundTripTimeout,
-        heartbeatInterval,
-        selfFenceAfter,
+        timing.roundTripTimeout(),
+        timing.heartbeatInterval(),
+        timing.selfFenceAfter(),
         time);
   }
 
@@ -316,10 +212,10 @@ public abstract class TermOptionsBuilder<B extends TermOptionsBuilder<B>> {
         id,
         refreshInterval,
         refreshTimeout,
-        heartbeatInterval,
-        selfFenceAfter,
+        timing.heartbeatInterval(),
+        timing.selfFenceAfter(),
         bounds(),
-        roundTripTimeout,
+        timing.roundTripTimeout(),
         closeTimeout,
         failFast,
         listeners,

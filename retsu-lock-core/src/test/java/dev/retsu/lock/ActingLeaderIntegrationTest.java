@@ -324,7 +324,7 @@ class ActingLeaderIntegrationTest {
                 .closeTimeout(Duration.ofMillis(500))
                 // No idle_session_timeout: only the library itself can free this lock while the
                 // process lives, so the release seen below is close()'s doing.
-                .serverIdleSessionTimeout(Duration.ZERO)
+                .timing(TestLoops.TIMING.withServerIdleSessionTimeout(Duration.ZERO))
                 .build());
     a.start(
         ctx -> {
@@ -411,7 +411,7 @@ class ActingLeaderIntegrationTest {
         track(
             fast(db, key, "a")
                 .refreshInterval(Duration.ofSeconds(30))
-                .heartbeatInterval(Duration.ofMillis(100))
+                .timing(TestLoops.TIMING.withHeartbeatInterval(Duration.ofMillis(100)))
                 .listener(events)
                 .build());
     a.start(

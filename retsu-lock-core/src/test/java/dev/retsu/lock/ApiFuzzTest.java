@@ -105,10 +105,10 @@ class ApiFuzzTest {
             case 0 -> b::retryInterval;
             case 1 -> b::refreshInterval;
             case 2 -> b::refreshTimeout;
-            case 3 -> b::heartbeatInterval;
-            case 4 -> b::selfFenceAfter;
-            case 5 -> b::serverIdleSessionTimeout;
-            case 6 -> b::roundTripTimeout;
+            case 3 -> v -> b.timing(FailoverTiming.DEFAULT.withHeartbeatInterval(v));
+            case 4 -> v -> b.timing(FailoverTiming.DEFAULT.withSelfFenceAfter(v));
+            case 5 -> v -> b.timing(FailoverTiming.DEFAULT.withServerIdleSessionTimeout(v));
+            case 6 -> v -> b.timing(FailoverTiming.DEFAULT.withRoundTripTimeout(v));
             case 7 -> b::maxBackoff;
             case 8 -> b::closeTimeout;
             default -> b::waitTimeout;
@@ -134,10 +134,13 @@ class ApiFuzzTest {
     }
     // A builder that saw thousands of rejections still builds a working loop once fixed.
     b.retryInterval(Duration.ofSeconds(1))
-        .heartbeatInterval(Duration.ofSeconds(1))
-        .selfFenceAfter(Duration.ofSeconds(3))
-        .serverKeepalives(Duration.ofSeconds(5), Duration.ofSeconds(2), 3)
-        .serverIdleSessionTimeout(Duration.ofSeconds(20));
+        .timing(
+            FailoverTiming.DEFAULT
+                .withHeartbeatInterval(Duration.ofSeconds(1))
+                .withSelfFenceAfter(Duration.ofSeconds(3))
+                .withServerKeepalives(Duration.ofSeconds(5), Duration.ofSeconds(2), 3)
+                .withServerIdleSessionTimeout(Duration.ofSeconds(20)));
+
     LeaderLoop loop = b.build();
     assertThat(loop.state()).isEqualTo(LeaderLoop.State.NEW);
     loop.close();

@@ -55,7 +55,7 @@ class FencingTokenCrashIntegrationTest {
             .failurePolicy(FailurePolicy.STEP_DOWN)
             .retryInterval(Duration.ofMillis(100))
             .refreshInterval(Duration.ofMillis(200))
-            .heartbeatInterval(Duration.ofMillis(100))
+            .timing(FailoverTiming.DEFAULT.withHeartbeatInterval(Duration.ofMillis(100)))
             .listener(l)
             .build()) {
       loop.start(ctx -> {});

@@ -174,11 +174,11 @@ class ForeignSessionIntegrationTest {
     assertThat(info.candidateId()).isEmpty();
     assertThat(info.token()).isEmpty();
     assertThat(LeaderInfo.of(db.dataSource(), List.of(key)).get(key).foreign()).isTrue();
-    LockHolder holder = AdvisoryLock.of(db.dataSource(), key).currentHolder().orElseThrow();
+    LeaderInfo holder = AdvisoryLock.of(db.dataSource(), key).currentHolder().orElseThrow();
     assertThat(holder.foreign()).isTrue();
-    assertThat(holder.user()).isEqualTo(mallory.name());
+    assertThat(holder.pid()).isEqualTo(forged.pid());
     assertThat(holder.candidateId()).isEmpty();
-    assertThat(holder.fencingToken()).isEmpty();
+    assertThat(holder.token()).isEmpty();
     assertThat(a.currentHolder().orElseThrow().foreign()).isTrue();
     assertThat(a.isLeader()).isFalse();
   }
@@ -299,7 +299,7 @@ class ForeignSessionIntegrationTest {
     assertThat(info.foreign()).isTrue();
     assertThat(info.candidateId()).isEmpty();
     assertThat(info.token()).isEmpty();
-    LockHolder holder = AdvisoryLock.of(db.dataSource(), key).currentHolder().orElseThrow();
+    LeaderInfo holder = AdvisoryLock.of(db.dataSource(), key).currentHolder().orElseThrow();
     assertThat(holder.foreign()).isTrue();
     assertThat(holder.candidateId()).isEmpty();
   }
@@ -330,7 +330,7 @@ class ForeignSessionIntegrationTest {
                   } else {
                     AdvisoryLock.of(db.dataSource(), key)
                         .currentHolder()
-                        .filter(LockHolder::foreign)
+                        .filter(LeaderInfo::foreign)
                         .ifPresent(h -> foreign.add("LockHolder " + h));
                   }
                   reads.incrementAndGet();

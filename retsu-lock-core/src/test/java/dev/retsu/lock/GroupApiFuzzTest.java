@@ -42,10 +42,10 @@ class GroupApiFuzzTest {
           switch (which) {
             case 0 -> b::refreshInterval;
             case 1 -> b::refreshTimeout;
-            case 2 -> b::heartbeatInterval;
-            case 3 -> b::selfFenceAfter;
-            case 4 -> b::serverIdleSessionTimeout;
-            case 5 -> b::roundTripTimeout;
+            case 2 -> v -> b.timing(FailoverTiming.DEFAULT.withHeartbeatInterval(v));
+            case 3 -> v -> b.timing(FailoverTiming.DEFAULT.withSelfFenceAfter(v));
+            case 4 -> v -> b.timing(FailoverTiming.DEFAULT.withServerIdleSessionTimeout(v));
+            case 5 -> v -> b.timing(FailoverTiming.DEFAULT.withRoundTripTimeout(v));
             case 6 -> b::membershipInterval;
             case 7 -> b::reconnectInterval;
             default -> b::closeTimeout;
@@ -69,11 +69,14 @@ class GroupApiFuzzTest {
           },
           "");
     }
-    b.heartbeatInterval(Duration.ofSeconds(1))
-        .selfFenceAfter(Duration.ofSeconds(4))
-        .refreshTimeout(Duration.ofSeconds(2))
-        .serverKeepalives(Duration.ofSeconds(5), Duration.ofSeconds(2), 3)
-        .serverIdleSessionTimeout(Duration.ofSeconds(20));
+    b.timing(
+            FailoverTiming.DEFAULT
+                .withHeartbeatInterval(Duration.ofSeconds(1))
+                .withSelfFenceAfter(Duration.ofSeconds(4))
+                .withServerKeepalives(Duration.ofSeconds(5), Duration.ofSeconds(2), 3)
+                .withServerIdleSessionTimeout(Duration.ofSeconds(20)))
+        .refreshTimeout(Duration.ofSeconds(2));
+
     LeaderGroup group = b.build();
     assertThat(group.state()).isEqualTo(LeaderGroup.State.NEW);
     group.close();

@@ -59,7 +59,10 @@ class LeaderGroupBuilderTest {
         .isInstanceOf(IllegalStateException.class)
         .hasMessageStartingWith("refreshTimeout must be shorter than selfFenceAfter (PT8S)");
     assertThatThrownBy(
-            () -> LeaderGroup.builder(ds, "g", keys).selfFenceAfter(Duration.ofSeconds(11)).build())
+            () ->
+                LeaderGroup.builder(ds, "g", keys)
+                    .timing(FailoverTiming.DEFAULT.withSelfFenceAfter(Duration.ofSeconds(11)))
+                    .build())
         .isInstanceOf(IllegalStateException.class)
         .hasMessageStartingWith(
             "selfFenceAfter must be at least PT1S shorter than the server-side");

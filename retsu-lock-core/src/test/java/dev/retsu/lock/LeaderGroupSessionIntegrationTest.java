@@ -99,7 +99,7 @@ class LeaderGroupSessionIntegrationTest {
                 .candidateId("proof")
                 .sessions(1)
                 .refreshInterval(Duration.ofHours(1)) // one refresh at acquisition, then none
-                .heartbeatInterval(Duration.ofMillis(100))
+                .timing(FailoverTiming.DEFAULT.withHeartbeatInterval(Duration.ofMillis(100)))
                 .membershipInterval(Duration.ofHours(1))
                 .build());
     g.start(
@@ -133,7 +133,7 @@ class LeaderGroupSessionIntegrationTest {
             LeaderGroup.builder(db.dataSource(), "reopen-" + TestKeys.nextValue(), keys(6))
                 .candidateId("reopen")
                 .sessions(2)
-                .heartbeatInterval(Duration.ofMillis(100))
+                .timing(FailoverTiming.DEFAULT.withHeartbeatInterval(Duration.ofMillis(100)))
                 .reconnectInterval(Duration.ofMillis(100))
                 .membershipInterval(Duration.ofHours(1))
                 .build());
@@ -171,7 +171,7 @@ class LeaderGroupSessionIntegrationTest {
             LeaderGroup.builder(db.dataSource(), "lost-" + TestKeys.nextValue(), keys(12))
                 .candidateId("lost")
                 .sessions(3)
-                .heartbeatInterval(Duration.ofMillis(100))
+                .timing(FailoverTiming.DEFAULT.withHeartbeatInterval(Duration.ofMillis(100)))
                 .reconnectInterval(Duration.ofHours(1))
                 .membershipInterval(Duration.ofHours(1))
                 .build());

@@ -61,33 +61,46 @@ class LeaderLoopBuilderTest {
         .hasMessage("retryJitter must be within [0, 1), but was 1.0");
     assertThatThrownBy(() -> b.retryJitter(Double.NaN))
         .hasMessage("retryJitter must be within [0, 1), but was NaN");
-    assertThatThrownBy(() -> b.serverKeepalives(Duration.ofMillis(1500), Duration.ofSeconds(1), 3))
+    assertThatThrownBy(
+            () ->
+                b.timing(
+                    FailoverTiming.DEFAULT.withServerKeepalives(
+                        Duration.ofMillis(1500), Duration.ofSeconds(1), 3)))
         .hasMessage("keepaliveIdle must be whole seconds within 1..3600, but was PT1.5S");
-    assertThatThrownBy(() -> b.serverKeepalives(Duration.ofSeconds(1), Duration.ofSeconds(1), 0))
+    assertThatThrownBy(
+            () ->
+                b.timing(
+                    FailoverTiming.DEFAULT.withServerKeepalives(
+                        Duration.ofSeconds(1), Duration.ofSeconds(1), 0)))
         .hasMessage("keepaliveCount must be within 1..1000, but was 0");
-    assertThatThrownBy(() -> b.serverIdleSessionTimeout(Duration.ofMillis(10)))
+    assertThatThrownBy(
+            () ->
+                b.timing(
+                    FailoverTiming.DEFAULT.withServerIdleSessionTimeout(Duration.ofMillis(10))))
         .hasMessage("idleSessionTimeout must be zero (off) or at least PT1S, but was PT0.01S");
   }
 
   @Test
   void rejectsASelfFencingDeadlineNotShorterThanTheServerBound() {
-    b.serverKeepalives(Duration.ofSeconds(5), Duration.ofSeconds(2), 3); // 11 s
-    b.selfFenceAfter(Duration.ofMillis(10_500));
+    FailoverTiming t =
+        FailoverTiming.DEFAULT.withServerKeepalives(
+            Duration.ofSeconds(5), Duration.ofSeconds(2), 3); // 11 s
+    b.timing(t.withSelfFenceAfter(Duration.ofMillis(10_500)));
     assertThatThrownBy(b::build)
         .isInstanceOf(IllegalStateException.class)
         .hasMessage(
             "selfFenceAfter must be at least PT1S shorter than the server-side bound PT11S (tcp"
                 + " keepalives PT11S, idle_session_timeout PT11S), but was PT10.5S");
-    b.serverIdleSessionTimeout(Duration.ofSeconds(8));
-    b.selfFenceAfter(Duration.ofSeconds(8));
+    t = t.withServerIdleSessionTimeout(Duration.ofSeconds(8));
+    b.timing(t.withSelfFenceAfter(Duration.ofSeconds(8)));
     assertThatThrownBy(b::build).hasMessageContaining("server-side bound PT8S");
-    b.selfFenceAfter(Duration.ofSeconds(6));
+    b.timing(t.withSelfFenceAfter(Duration.ofSeconds(6)));
     assertThatCode(b::build).as("2 s under the bound of 8 s").doesNotThrowAnyException();
   }
 
   @Test
   void rejectsAHeartbeatTooSlowForTheDeadline() {
-    b.heartbeatInterval(Duration.ofSeconds(5));
+    b.timing(FailoverTiming.DEFAULT.withHeartbeatInterval(Duration.ofSeconds(5)));
     assertThatThrownBy(b::build)
         .isInstanceOf(IllegalStateException.class)
         .hasMessage(

@@ -59,7 +59,7 @@ class LeaderLoopFakeTimeIntegrationTest {
     assertThat(time.sleeps)
         .isNotEmpty()
         .allSatisfy(
-            d -> assertThat(d).isLessThanOrEqualTo(LeaderLoopBuilder.DEFAULT_HEARTBEAT_INTERVAL));
+            d -> assertThat(d).isLessThanOrEqualTo(FailoverTiming.DEFAULT.heartbeatInterval()));
   }
 
   @Test
@@ -98,7 +98,7 @@ class LeaderLoopFakeTimeIntegrationTest {
                 loop.run(
                     ctx -> {
                       before.add(ctx.isLeader());
-                      time.advance(LeaderLoopBuilder.DEFAULT_SELF_FENCE_AFTER); // a long pause
+                      time.advance(FailoverTiming.DEFAULT.selfFenceAfter()); // a long pause
                       before.add(ctx.isLeader());
                       ctx.ensureLeader(); // throws: no side effect after the deadline
                       before.add(true);
@@ -127,7 +127,7 @@ class LeaderLoopFakeTimeIntegrationTest {
                     ctx -> {
                       before.add(ctx.isLeader());
                       // System suspend: the wall clock moves on, the monotonic clock does not.
-                      time.suspend(LeaderLoopBuilder.DEFAULT_SELF_FENCE_AFTER);
+                      time.suspend(FailoverTiming.DEFAULT.selfFenceAfter());
                       before.add(ctx.isLeader());
                       ctx.ensureLeader();
                       before.add(true);
@@ -167,7 +167,7 @@ class LeaderLoopFakeTimeIntegrationTest {
               if (!toldOn.isEmpty()) {
                 return; // later terms: do nothing
               }
-              time.advance(LeaderLoopBuilder.DEFAULT_SELF_FENCE_AFTER.plusMillis(1));
+              time.advance(FailoverTiming.DEFAULT.selfFenceAfter().plusMillis(1));
               try {
                 never.await(); // stuck, e.g. in a call that does not check the context
               } catch (InterruptedException e) {

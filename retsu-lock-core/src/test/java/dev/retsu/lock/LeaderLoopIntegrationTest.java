@@ -45,7 +45,7 @@ class LeaderLoopIntegrationTest {
         .failurePolicy(FailurePolicy.EXIT)
         .retryInterval(Duration.ofMillis(100))
         .refreshInterval(Duration.ofMillis(200))
-        .heartbeatInterval(Duration.ofMillis(100));
+        .timing(FailoverTiming.DEFAULT.withHeartbeatInterval(Duration.ofMillis(100)));
   }
 
   private LeaderLoop track(LeaderLoop loop) {
@@ -205,7 +205,7 @@ class LeaderLoopIntegrationTest {
         track(
             fast(db, key, "a")
                 .refreshInterval(Duration.ofHours(1))
-                .heartbeatInterval(Duration.ofSeconds(3))
+                .timing(FailoverTiming.DEFAULT.withHeartbeatInterval(Duration.ofSeconds(3)))
                 .listener(l)
                 .build());
     CompletableFuture<Void> run = a.start(ctx -> {});

@@ -244,10 +244,10 @@ class LeaderWatchIntegrationTest {
     assertThat(fromSql.term()).isEmpty();
     assertThat(fromSql.validUntil()).isEmpty();
 
-    LockHolder holder = a.currentHolder().orElseThrow();
-    assertThat(holder.candidateId()).contains("info-a");
-    assertThat(holder.fencingToken()).contains(t.fencingToken());
-    assertThat(holder.applicationName()).isEqualTo("retsu-lock:info-a#" + t.fencingToken());
+    LeaderInfo holder = a.currentHolder().orElseThrow();
+    assertThat(holder.candidateId()).isEqualTo("info-a");
+    assertThat(holder.token()).contains(t.fencingToken());
+    assertThat(holder.pid()).isEqualTo(t.backendPid());
   }
 
   @Test
@@ -367,7 +367,10 @@ class LeaderWatchIntegrationTest {
         .until(
             () ->
                 a.currentHolder()
-                    .map(h -> h.applicationName().equals("retsu-lock:reset#" + t.fencingToken()))
+                    .map(
+                        h ->
+                            h.candidateId().equals("reset")
+                                && h.token().equals(Optional.of(t.fencingToken())))
                     .orElse(false));
   }
 

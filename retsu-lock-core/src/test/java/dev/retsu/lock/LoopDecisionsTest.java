@@ -33,10 +33,10 @@ class LoopDecisionsTest {
   void serverBoundIsTheSoonerOfKeepalivesAndIdleTimeout() {
     ServerBounds defaults =
         new ServerBounds(
-            LeaderLoopBuilder.DEFAULT_KEEPALIVE_IDLE,
-            LeaderLoopBuilder.DEFAULT_KEEPALIVE_INTERVAL,
-            LeaderLoopBuilder.DEFAULT_KEEPALIVE_COUNT,
-            LeaderLoopBuilder.DEFAULT_IDLE_SESSION_TIMEOUT);
+            FailoverTiming.DEFAULT.keepaliveIdle(),
+            FailoverTiming.DEFAULT.keepaliveInterval(),
+            FailoverTiming.DEFAULT.keepaliveCount(),
+            FailoverTiming.DEFAULT.idleSessionTimeout());
     assertThat(defaults.keepaliveBound()).isEqualTo(Duration.ofSeconds(11));
     assertThat(defaults.bound())
         .as("a paused leader is released as fast as a vanished one")
@@ -69,7 +69,11 @@ class LoopDecisionsTest {
 
   @Test
   void aDeadlineWithoutTheMarginIsRefusedWithTheBoundInTheMessage() {
-    assertThatThrownBy(() -> builder().selfFenceAfter(Duration.ofMillis(10_500)).build())
+    assertThatThrownBy(
+            () ->
+                builder()
+                    .timing(FailoverTiming.DEFAULT.withSelfFenceAfter(Duration.ofMillis(10_500)))
+                    .build())
         .isInstanceOf(IllegalStateException.class)
         .hasMessage(
             "selfFenceAfter must be at least PT1S shorter than the server-side bound PT11S (tcp"
@@ -77,8 +81,10 @@ class LoopDecisionsTest {
     assertThatThrownBy(
             () ->
                 builder()
-                    .selfFenceAfter(Duration.ofSeconds(4))
-                    .heartbeatInterval(Duration.ofMillis(2001))
+                    .timing(
+                        FailoverTiming.DEFAULT
+                            .withSelfFenceAfter(Duration.ofSeconds(4))
+                            .withHeartbeatInterval(Duration.ofMillis(2001)))
                     .build())
         .isInstanceOf(IllegalStateException.class)
         .hasMessageStartingWith("heartbeatInterval must be at most half of selfFenceAfter (PT4S)");

@@ -179,11 +179,9 @@ class ReadmeSnippetsIntegrationTest {
     try (AdvisoryLockLease held = lock.tryAcquire().orElseThrow()) {
       // snippet:core/holder
       lock.currentHolder()
-          .ifPresent(
-              h ->
-                  System.out.println("held by pid " + h.pid() + " " + h.candidateId().orElse("?")));
+          .ifPresent(h -> System.out.println("held by pid " + h.pid() + " " + h.candidateId()));
       // end-snippet
-      assertThat(lock.currentHolder()).map(LockHolder::pid).contains(held.backendPid());
+      assertThat(lock.currentHolder()).map(LeaderInfo::pid).contains(held.backendPid());
     }
   }
 

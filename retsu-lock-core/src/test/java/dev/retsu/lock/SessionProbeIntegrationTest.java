@@ -39,7 +39,9 @@ class SessionProbeIntegrationTest {
   void aWaitingSessionsClientSocketCarriesTheLeadersKeepalives(TestDatabase db) throws Exception {
     LoopSettings settings =
         LeaderLoop.builder(db.dataSource(), TestKeys.next())
-            .serverKeepalives(Duration.ofSeconds(7), Duration.ofSeconds(3), 4)
+            .timing(
+                FailoverTiming.DEFAULT.withServerKeepalives(
+                    Duration.ofSeconds(7), Duration.ofSeconds(3), 4))
             .settings();
     try (LockWaiter waiter = LockWaiter.open(settings.spec(), Duration.ofMinutes(5))) {
       Socket socket = waiter.session().call(SessionProbeIntegrationTest::socketOf);

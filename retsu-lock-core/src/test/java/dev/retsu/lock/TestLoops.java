@@ -28,6 +28,15 @@ public final class TestLoops {
   /** The keepalive bound: 1 s + 2 x 1 s. */
   public static final Duration SERVER_BOUND = Duration.ofSeconds(3);
 
+  /** The preset's failover timing. */
+  public static final FailoverTiming TIMING =
+      FailoverTiming.DEFAULT
+          .withHeartbeatInterval(HEARTBEAT)
+          .withSelfFenceAfter(SELF_FENCE)
+          .withServerKeepalives(Duration.ofSeconds(1), Duration.ofSeconds(1), 2)
+          .withServerIdleSessionTimeout(IDLE_SESSION)
+          .withRoundTripTimeout(Duration.ofSeconds(2));
+
   private TestLoops() {}
 
   /**
@@ -39,11 +48,7 @@ public final class TestLoops {
   public static LeaderLoopBuilder fast(LeaderLoopBuilder b) {
     return b.retryInterval(RETRY)
         .refreshInterval(REFRESH)
-        .heartbeatInterval(HEARTBEAT)
-        .selfFenceAfter(SELF_FENCE)
-        .serverKeepalives(Duration.ofSeconds(1), Duration.ofSeconds(1), 2)
-        .serverIdleSessionTimeout(IDLE_SESSION)
-        .roundTripTimeout(Duration.ofSeconds(2))
+        .timing(TIMING)
         .maxBackoff(Duration.ofSeconds(1))
         .closeTimeout(Duration.ofSeconds(3));
   }

@@ -166,11 +166,13 @@ class UserSqlOwnershipIntegrationTest {
             .sessions(1)
             .refreshInterval(refreshInterval)
             .refreshTimeout(Duration.ofMillis(2_900))
-            .heartbeatInterval(HEARTBEAT)
-            .selfFenceAfter(Duration.ofSeconds(3))
-            .serverKeepalives(Duration.ofSeconds(2), Duration.ofSeconds(1), 2)
-            .serverIdleSessionTimeout(Duration.ofSeconds(5))
-            .roundTripTimeout(Duration.ofSeconds(2))
+            .timing(
+                FailoverTiming.DEFAULT
+                    .withHeartbeatInterval(HEARTBEAT)
+                    .withSelfFenceAfter(Duration.ofSeconds(3))
+                    .withServerKeepalives(Duration.ofSeconds(2), Duration.ofSeconds(1), 2)
+                    .withServerIdleSessionTimeout(Duration.ofSeconds(5))
+                    .withRoundTripTimeout(Duration.ofSeconds(2)))
             .membershipInterval(Duration.ofMillis(250))
             .build();
     closeables.add(group);

@@ -53,7 +53,7 @@ class WaitTakeoverIntegrationTest {
         .candidateId(id)
         .retryInterval(Duration.ofMillis(200))
         .refreshInterval(Duration.ofMillis(200))
-        .heartbeatInterval(Duration.ofMillis(100));
+        .timing(FailoverTiming.DEFAULT.withHeartbeatInterval(Duration.ofMillis(100)));
   }
 
   @Test
@@ -454,7 +454,10 @@ class WaitTakeoverIntegrationTest {
                 // Longer than the server's keepalive bound (11 s), short enough that the orphan's
                 // own read gives up (wait + round trip, 17 s) soon after its link heals.
                 .waitTimeout(Duration.ofSeconds(15))
-                .roundTripTimeout(Duration.ofSeconds(2))
+                .timing(
+                    FailoverTiming.DEFAULT
+                        .withHeartbeatInterval(Duration.ofMillis(100))
+                        .withRoundTripTimeout(Duration.ofSeconds(2)))
                 .listener(lw)
                 .build());
     waiter.start(ctx -> {});

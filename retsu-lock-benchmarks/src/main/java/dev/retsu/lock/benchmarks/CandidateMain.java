@@ -3,6 +3,7 @@ package dev.retsu.lock.benchmarks;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.retsu.lock.AttemptResult;
+import dev.retsu.lock.FailoverTiming;
 import dev.retsu.lock.FailurePolicy;
 import dev.retsu.lock.LeaderListener;
 import dev.retsu.lock.LeaderLoop;
@@ -215,11 +216,13 @@ public final class CandidateMain {
     if (spec.fast()) {
       builder.fastFailover(); // its own retry interval (POLL) and safety knobs
     } else if (spec.selfFenceAfter() != null) {
-      builder
-          .heartbeatInterval(spec.heartbeat())
-          .serverKeepalives(spec.keepaliveIdle(), spec.keepaliveInterval(), spec.keepaliveCount())
-          .serverIdleSessionTimeout(spec.idleSessionTimeout())
-          .selfFenceAfter(spec.selfFenceAfter());
+      builder.timing(
+          FailoverTiming.DEFAULT
+              .withHeartbeatInterval(spec.heartbeat())
+              .withServerKeepalives(
+                  spec.keepaliveIdle(), spec.keepaliveInterval(), spec.keepaliveCount())
+              .withServerIdleSessionTimeout(spec.idleSessionTimeout())
+              .withSelfFenceAfter(spec.selfFenceAfter()));
     }
     RetsuTakeover.apply(builder, spec.mode());
     LeaderLoop loop = builder.build();

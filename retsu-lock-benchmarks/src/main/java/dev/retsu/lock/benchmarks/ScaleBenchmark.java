@@ -4,6 +4,7 @@ import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.retsu.lock.AdvisoryLock;
 import dev.retsu.lock.AdvisoryLockLease;
+import dev.retsu.lock.FailoverTiming;
 import dev.retsu.lock.LeaderListener;
 import dev.retsu.lock.LeaderLoop;
 import dev.retsu.lock.LeaderLoopBuilder;
@@ -332,7 +333,7 @@ final class ScaleBenchmark {
                 * (1
                     - LeaderLoopBuilder.DEFAULT_RETRY_JITTER
                         * ThreadLocalRandom.current().nextDouble()));
-    long beat = LeaderLoopBuilder.DEFAULT_HEARTBEAT_INTERVAL.toMillis();
+    long beat = FailoverTiming.DEFAULT.heartbeatInterval().toMillis();
     AdvisoryLockLease lease = d.leases[c];
     try {
       if (lease == null) {

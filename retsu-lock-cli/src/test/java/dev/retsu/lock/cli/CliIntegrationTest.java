@@ -3,6 +3,7 @@ package dev.retsu.lock.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.retsu.lock.FailoverTiming;
 import dev.retsu.lock.FailurePolicy;
 import dev.retsu.lock.LeaderGroup;
 import dev.retsu.lock.LeaderLoop;
@@ -56,11 +57,13 @@ class CliIntegrationTest {
                 .candidateId(id)
                 .retryInterval(Duration.ofMillis(200))
                 .refreshInterval(Duration.ofMillis(300))
-                .heartbeatInterval(Duration.ofMillis(500))
-                .selfFenceAfter(Duration.ofSeconds(2))
-                .serverKeepalives(Duration.ofSeconds(1), Duration.ofSeconds(1), 2)
-                .serverIdleSessionTimeout(Duration.ofSeconds(4))
-                .roundTripTimeout(Duration.ofSeconds(2))
+                .timing(
+                    FailoverTiming.DEFAULT
+                        .withHeartbeatInterval(Duration.ofMillis(500))
+                        .withSelfFenceAfter(Duration.ofSeconds(2))
+                        .withServerKeepalives(Duration.ofSeconds(1), Duration.ofSeconds(1), 2)
+                        .withServerIdleSessionTimeout(Duration.ofSeconds(4))
+                        .withRoundTripTimeout(Duration.ofSeconds(2)))
                 .maxBackoff(Duration.ofSeconds(1))
                 .closeTimeout(Duration.ofSeconds(3))
                 .failurePolicy(policy)

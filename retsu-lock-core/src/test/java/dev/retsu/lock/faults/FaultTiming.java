@@ -1,5 +1,6 @@
 package dev.retsu.lock.faults;
 
+import dev.retsu.lock.FailoverTiming;
 import dev.retsu.lock.LeaderGroupBuilder;
 import dev.retsu.lock.LeaderLoopBuilder;
 import dev.retsu.lock.TestLoops;
@@ -34,10 +35,12 @@ final class FaultTiming {
     return b.membershipInterval(Duration.ofMillis(250))
         .refreshInterval(Duration.ofMillis(100))
         .refreshTimeout(Duration.ofSeconds(2))
-        .heartbeatInterval(GROUP_HEARTBEAT)
-        .selfFenceAfter(Duration.ofSeconds(3))
-        .serverKeepalives(Duration.ofSeconds(2), Duration.ofSeconds(1), 2)
-        .roundTripTimeout(Duration.ofSeconds(2))
+        .timing(
+            FailoverTiming.DEFAULT
+                .withHeartbeatInterval(GROUP_HEARTBEAT)
+                .withSelfFenceAfter(Duration.ofSeconds(3))
+                .withServerKeepalives(Duration.ofSeconds(2), Duration.ofSeconds(1), 2)
+                .withRoundTripTimeout(Duration.ofSeconds(2)))
         .reconnectInterval(Duration.ofMillis(200));
   }
 }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.retsu.lock.DownUntilOpened;
+import dev.retsu.lock.FailoverTiming;
 import dev.retsu.lock.FencingToken;
 import dev.retsu.lock.LeaderContext;
 import dev.retsu.lock.LeaderGroup;
@@ -73,7 +74,7 @@ class LeaderGroupIntegrationTest {
         .candidateId(id)
         .membershipInterval(MEMBERSHIP)
         .refreshInterval(Duration.ofMillis(100))
-        .heartbeatInterval(Duration.ofMillis(200))
+        .timing(FailoverTiming.DEFAULT.withHeartbeatInterval(Duration.ofMillis(200)))
         .reconnectInterval(Duration.ofMillis(200))
         .listener(rec.listener(id));
   }

@@ -5,6 +5,7 @@ import static org.awaitility.Awaitility.await;
 
 import dev.retsu.lock.AdvisoryLock;
 import dev.retsu.lock.AdvisoryLockLease;
+import dev.retsu.lock.FailoverTiming;
 import dev.retsu.lock.LeaderListener;
 import dev.retsu.lock.LeaderLoop;
 import dev.retsu.lock.LockKey;
@@ -149,11 +150,13 @@ class ProxiedFaultIntegrationTest {
           TestLoops.fast(LeaderLoop.builder(throughCut, key))
               .candidateId("behind-short-proxy")
               // bounds wide enough for a 1.5 s heartbeat: server 5 s / 6 s idle, fence at 4 s
-              .serverKeepalives(Duration.ofSeconds(2), Duration.ofSeconds(1), 3)
-              .serverIdleSessionTimeout(Duration.ofSeconds(6))
-              .selfFenceAfter(Duration.ofSeconds(4))
-              .heartbeatInterval(heartbeat)
-              .roundTripTimeout(Duration.ofSeconds(4))
+              .timing(
+                  FailoverTiming.DEFAULT
+                      .withServerKeepalives(Duration.ofSeconds(2), Duration.ofSeconds(1), 3)
+                      .withServerIdleSessionTimeout(Duration.ofSeconds(6))
+                      .withSelfFenceAfter(Duration.ofSeconds(4))
+                      .withHeartbeatInterval(heartbeat)
+                      .withRoundTripTimeout(Duration.ofSeconds(4)))
               .refreshTimeout(Duration.ofSeconds(30))
               .build();
       LeaderLoop b =

@@ -1,6 +1,7 @@
 package dev.retsu.lock.ha;
 
 import dev.retsu.lock.AttemptResult;
+import dev.retsu.lock.FailoverTiming;
 import dev.retsu.lock.FailurePolicy;
 import dev.retsu.lock.FencingToken;
 import dev.retsu.lock.LeaderContext;
@@ -66,11 +67,13 @@ public final class HaCandidate {
         .failurePolicy(FailurePolicy.STEP_DOWN)
         .retryInterval(Duration.ofMillis(200))
         .refreshInterval(Duration.ofMillis(300))
-        .heartbeatInterval(Duration.ofMillis(500))
-        .selfFenceAfter(Duration.ofSeconds(2))
-        .serverKeepalives(Duration.ofSeconds(1), Duration.ofSeconds(1), 2)
-        .serverIdleSessionTimeout(Duration.ofSeconds(4))
-        .roundTripTimeout(Duration.ofSeconds(2))
+        .timing(
+            FailoverTiming.DEFAULT
+                .withHeartbeatInterval(Duration.ofMillis(500))
+                .withSelfFenceAfter(Duration.ofSeconds(2))
+                .withServerKeepalives(Duration.ofSeconds(1), Duration.ofSeconds(1), 2)
+                .withServerIdleSessionTimeout(Duration.ofSeconds(4))
+                .withRoundTripTimeout(Duration.ofSeconds(2)))
         .maxBackoff(Duration.ofSeconds(1))
         .closeTimeout(Duration.ofSeconds(3))
         .refreshTimeout(Duration.ofSeconds(3));

@@ -3,6 +3,7 @@ package dev.retsu.lock.micrometer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.retsu.lock.FailoverTiming;
 import dev.retsu.lock.LeaderGroup;
 import dev.retsu.lock.LeaderLoop;
 import dev.retsu.lock.LeaderWatch;
@@ -48,7 +49,7 @@ class LeaderMetricsForeignHolderIntegrationTest {
             .candidateId(id)
             .retryInterval(Duration.ofMillis(100))
             .refreshInterval(Duration.ofMillis(200))
-            .heartbeatInterval(Duration.ofMillis(100));
+            .timing(FailoverTiming.DEFAULT.withHeartbeatInterval(Duration.ofMillis(100)));
     if (watch != null) {
       b.leaderWatch(watch);
     }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
+import dev.retsu.lock.FailoverTiming;
 import dev.retsu.lock.FailurePolicy;
 import dev.retsu.lock.LeaderLoop;
 import dev.retsu.lock.LeadershipLostException;
@@ -55,7 +56,7 @@ class LeaderMetricsLoopIntegrationTest {
             .candidateId(id)
             .retryInterval(Duration.ofMillis(100))
             .refreshInterval(Duration.ofMillis(200))
-            .heartbeatInterval(Duration.ofMillis(100))
+            .timing(FailoverTiming.DEFAULT.withHeartbeatInterval(Duration.ofMillis(100)))
             .failurePolicy(policy)
             .build();
     closeables.add(loop);

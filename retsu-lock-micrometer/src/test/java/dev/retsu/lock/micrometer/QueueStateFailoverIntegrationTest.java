@@ -4,6 +4,7 @@ import static dev.retsu.lock.micrometer.TestTerms.samples;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.retsu.lock.FailoverTiming;
 import dev.retsu.lock.FailurePolicy;
 import dev.retsu.lock.LeaderListener;
 import dev.retsu.lock.LeaderLoop;
@@ -80,7 +81,7 @@ class QueueStateFailoverIntegrationTest {
               .candidateId(id)
               .retryInterval(Duration.ofMillis(100))
               .refreshInterval(Duration.ofMillis(200))
-              .heartbeatInterval(Duration.ofMillis(100))
+              .timing(FailoverTiming.DEFAULT.withHeartbeatInterval(Duration.ofMillis(100)))
               .failurePolicy(policy)
               .build();
       leaderMetrics = LeaderMetrics.builder(loop).lockName("queue-state").build();

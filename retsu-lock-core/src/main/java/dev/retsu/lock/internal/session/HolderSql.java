@@ -3,10 +3,10 @@ package dev.retsu.lock.internal.session;
 import dev.retsu.lock.LockKey;
 
 /**
- * The read side of "who holds a key", written once: the holders of many keys, the holder of one,
- * the sessions queued on a key, and which of the watch's leaders still live. A holder's name counts
- * only with the candidates' role ({@link SessionSql#candidateRole}). Every function is
- * schema-qualified and every value bound, as in {@link SessionSql}. Stateless, thread-safe.
+ * The read side of "who holds a key", written once: the holders of keys, the sessions queued on a
+ * key, and which of the watch's leaders still live. A holder's name counts only with the
+ * candidates' role ({@link SessionSql#candidateRole}). Every function is schema-qualified and every
+ * value bound, as in {@link SessionSql}. Stateless, thread-safe.
  */
 public final class HolderSql {
 
@@ -121,36 +121,5 @@ public final class HolderSql {
   public static String alive() {
     return "SELECT a.pid, a.application_name FROM pg_catalog.pg_stat_activity a WHERE a.pid ="
         + " ANY (?::int4[])";
-  }
-
-  /** {@link #currentHolder(LockKey, String)} for the asking session's own role. */
-  public static String currentHolder(LockKey key) {
-    return currentHolder(key, null);
-  }
-
-  /**
-   * Who holds a key: pid, application_name, usename, client address, backend start, database,
-   * foreign (the holder's session is not of the candidates' role, {@link #candidateRole}). Binds:
-   * key locks.
-   *
-   * @param key the key
-   * @param role the candidates' role, or null for the asking session's own
-   * @return the statement
-   */
-  public static String currentHolder(LockKey key, String role) {
-    return "SELECT l.pid, a.application_name, a.usename, pg_catalog.host(a.client_addr),"
-        + " a.backend_start, pg_catalog.current_database(), l.mode <> 'ExclusiveLock' OR NOT "
-        + SessionSql.candidateRole("a", role)
-        + " FROM pg_catalog.pg_locks l"
-        + activityAfter("l")
-        + " WHERE l.locktype = 'advisory' AND l.granted AND "
-        + sessionStillThere("l")
-        + " AND "
-        + holds(role)
-        + " AND l.database = "
-        + SessionSql.THIS_DATABASE
-        + " AND "
-        + KeySql.pgLocksPredicate(key, "l")
-        + " ORDER BY l.mode = 'ExclusiveLock' DESC";
   }
 }

@@ -2,7 +2,6 @@ package dev.retsu.lock.internal.watch;
 
 import dev.retsu.lock.AdvisoryLockException;
 import dev.retsu.lock.LeaderInfo;
-import dev.retsu.lock.LockHolder;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.internal.Diagnostics;
 import dev.retsu.lock.internal.session.HolderSql;
@@ -144,43 +143,19 @@ public final class Holders {
   }
 
   /**
-   * Reads the holder of the spec's key; the candidates' role is the data source's login role.
+   * Reads the holder of the spec's key, each round trip bounded by the spec's round-trip timeout;
+   * the candidates' role is the data source's login role.
    *
    * @param spec where and which key
    * @return the holder, or empty if nobody holds it
    * @throws AdvisoryLockException if the query fails (the SQLException is the cause)
    */
-  public static Optional<LockHolder> current(SessionOpener.Spec spec) {
+  public static Optional<LeaderInfo> current(SessionOpener.Spec spec) {
     try (Connection conn = spec.dataSource().getConnection()) {
       int previous = conn.getNetworkTimeout();
       conn.setNetworkTimeout(SessionTerminator.DIRECT, spec.roundTripMillis());
-      try (PreparedStatement ps = conn.prepareStatement(HolderSql.currentHolder(spec.key()))) {
-        KeySql.bindLocks(ps, 1, spec.key());
-        try (ResultSet rs = ps.executeQuery()) {
-          if (!rs.next()) {
-            return Optional.empty();
-          }
-          Timestamp since = rs.getTimestamp(5);
-          boolean foreign = rs.getBoolean(7);
-          if (foreign) {
-            warnForeign(
-                spec.key(),
-                spec.candidateId(),
-                rs.getInt(1),
-                rs.getString(3),
-                rs.getString(2),
-                null);
-          }
-          return Optional.of(
-              new LockHolder(
-                  rs.getInt(1),
-                  rs.getString(2),
-                  rs.getString(3),
-                  Optional.ofNullable(rs.getString(4)),
-                  Optional.ofNullable(since).map(Timestamp::toInstant),
-                  rs.getString(6),
-                  foreign));
-        }
+      try {
+        return Optional.ofNullable(leaders(conn, List.of(spec.key()), null).get(spec.key()));
       } finally {
         conn.setNetworkTimeout(SessionTerminator.DIRECT, previous);
       }

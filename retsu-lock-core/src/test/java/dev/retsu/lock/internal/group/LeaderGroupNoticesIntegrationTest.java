@@ -3,6 +3,7 @@ package dev.retsu.lock.internal.group;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.retsu.lock.FailoverTiming;
 import dev.retsu.lock.LeaderGroup;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.TestKeys;
@@ -60,7 +61,7 @@ class LeaderGroupNoticesIntegrationTest {
             .sessions(2)
             .membershipInterval(membership)
             .refreshInterval(Duration.ofMillis(200))
-            .heartbeatInterval(Duration.ofMillis(500))
+            .timing(FailoverTiming.DEFAULT.withHeartbeatInterval(Duration.ofMillis(500)))
             .reconnectInterval(Duration.ofMillis(200))
             .build();
     opened.add(g);

@@ -3,7 +3,7 @@ package dev.retsu.lock.examples.app;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.retsu.lock.AdvisoryLock;
-import dev.retsu.lock.LockHolder;
+import dev.retsu.lock.LeaderInfo;
 import dev.retsu.lock.examples.collector.QueueStateCollector;
 import dev.retsu.lock.examples.collector.Schema;
 import dev.retsu.lock.examples.http.ManagementServer;
@@ -322,7 +322,7 @@ public final class DemoCommand {
   }
 
   private void terminateLeaderSession(Child leader) throws Exception {
-    Optional<LockHolder> holder = AdvisoryLock.of(pool, QueueStateCollector.KEY).currentHolder();
+    Optional<LeaderInfo> holder = AdvisoryLock.of(pool, QueueStateCollector.KEY).currentHolder();
     if (holder.isEmpty()) {
       throw new IllegalStateException("nobody holds the collector lock");
     }

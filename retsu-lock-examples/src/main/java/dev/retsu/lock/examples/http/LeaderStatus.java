@@ -1,8 +1,8 @@
 package dev.retsu.lock.examples.http;
 
 import dev.retsu.lock.AdvisoryLockException;
+import dev.retsu.lock.LeaderInfo;
 import dev.retsu.lock.LeaderLoop;
-import dev.retsu.lock.LockHolder;
 import dev.retsu.lock.TakeoverMode;
 import dev.retsu.lock.Term;
 import java.time.Duration;
@@ -56,7 +56,7 @@ public final class LeaderStatus {
     out.put("backendPid", term.map(Term::backendPid).orElse(null));
     out.put("exportingQueueState", exportingQueueState);
     try {
-      Optional<LockHolder> holder = loop.currentHolder();
+      Optional<LeaderInfo> holder = loop.currentHolder();
       out.put(
           "holder",
           holder
@@ -64,10 +64,9 @@ public final class LeaderStatus {
                   h -> {
                     Map<String, Object> m = new LinkedHashMap<>();
                     m.put("pid", h.pid());
-                    m.put("candidate", h.candidateId().orElse(null));
-                    m.put("applicationName", h.applicationName());
-                    m.put("fencingToken", h.fencingToken().map(Object::toString).orElse(null));
-                    m.put("clientAddress", h.clientAddress().orElse(null));
+                    m.put("candidate", h.candidateId().isEmpty() ? null : h.candidateId());
+                    m.put("fencingToken", h.token().map(Object::toString).orElse(null));
+                    m.put("foreign", h.foreign());
                     m.put("database", h.database());
                     return m;
                   })

@@ -114,7 +114,7 @@ class CollectorFailoverIntegrationTest {
     assertThat(standby.get("/leader"))
         .contains("\"role\":\"standby\"")
         .contains("\"term\":null")
-        .contains("\"candidate\":\"" + leader.name + "\",\"applicationName\"");
+        .contains("\"candidate\":\"" + leader.name + "\",\"fencingToken\"");
     assertThat(standby.get("/health/live")).contains("UP");
     assertThat(db.advisoryLockHolders()).hasSize(1);
 

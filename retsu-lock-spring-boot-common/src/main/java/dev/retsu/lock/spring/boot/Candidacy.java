@@ -1,9 +1,9 @@
 package dev.retsu.lock.spring.boot;
 
 import dev.retsu.lock.LeaderContext;
+import dev.retsu.lock.LeaderInfo;
 import dev.retsu.lock.LeaderLoop;
 import dev.retsu.lock.LeaderTask;
-import dev.retsu.lock.LockHolder;
 import dev.retsu.lock.LossReason;
 import dev.retsu.lock.Term;
 import java.util.Map;
@@ -35,7 +35,7 @@ interface Candidacy {
   Optional<Term> currentTerm();
 
   /** Who holds the lock (may query the database). */
-  Optional<LockHolder> currentHolder();
+  Optional<LeaderInfo> currentHolder();
 
   /** What ended it for good; empty while it takes part or after a graceful close. */
   Optional<Throwable> failure();

@@ -1,6 +1,6 @@
 package dev.retsu.lock.spring.boot;
 
-import dev.retsu.lock.LockHolder;
+import dev.retsu.lock.LeaderInfo;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -213,18 +213,9 @@ public class LeadersEndpoint {
     }
     d.remove("holder");
     try {
-      Optional<LockHolder> holder = l.currentHolder();
+      Optional<LeaderInfo> holder = l.currentHolder();
       if (holder.isPresent()) {
-        LockHolder h = holder.get();
-        Map<String, Object> hd = new LinkedHashMap<>();
-        hd.put("pid", h.pid());
-        hd.put("candidate", h.candidateId().orElse(null));
-        hd.put("applicationName", h.applicationName());
-        hd.put("foreign", h.foreign());
-        hd.put(
-            "self",
-            !h.foreign() && l.isLeader() && h.candidateId().orElse("").equals(l.candidateId()));
-        d.put("holder", hd);
+        d.put("holder", RetsuLeader.holder(holder.get(), l.candidateId(), "pg_locks"));
       } else {
         d.put("holder", null);
       }

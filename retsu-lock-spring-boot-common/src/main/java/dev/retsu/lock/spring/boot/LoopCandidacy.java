@@ -1,10 +1,10 @@
 package dev.retsu.lock.spring.boot;
 
 import dev.retsu.lock.AttemptResult;
+import dev.retsu.lock.LeaderInfo;
 import dev.retsu.lock.LeaderListener;
 import dev.retsu.lock.LeaderLoop;
 import dev.retsu.lock.LeaderTask;
-import dev.retsu.lock.LockHolder;
 import dev.retsu.lock.LossReason;
 import dev.retsu.lock.Term;
 import java.time.Duration;
@@ -79,7 +79,7 @@ final class LoopCandidacy implements Candidacy {
   }
 
   @Override
-  public Optional<LockHolder> currentHolder() {
+  public Optional<LeaderInfo> currentHolder() {
     return loop.currentHolder();
   }
 

@@ -4,7 +4,6 @@ import dev.retsu.lock.LeaderContext;
 import dev.retsu.lock.LeaderInfo;
 import dev.retsu.lock.LeaderLoop;
 import dev.retsu.lock.LeaderTask;
-import dev.retsu.lock.LockHolder;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.LossReason;
 import dev.retsu.lock.Term;
@@ -190,7 +189,7 @@ public final class RetsuLeader implements SmartLifecycle {
    *
    * @return the holder, or empty when nobody holds it
    */
-  public Optional<LockHolder> currentHolder() {
+  public Optional<LeaderInfo> currentHolder() {
     return candidacy.currentHolder();
   }
 

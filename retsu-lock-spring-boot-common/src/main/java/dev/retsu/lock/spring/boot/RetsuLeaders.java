@@ -1,5 +1,6 @@
 package dev.retsu.lock.spring.boot;
 
+import dev.retsu.lock.FailoverTiming;
 import dev.retsu.lock.LeaderGroup;
 import dev.retsu.lock.LeaderGroupBuilder;
 import dev.retsu.lock.LeaderLoop;
@@ -291,14 +292,16 @@ public final class RetsuLeaders implements DisposableBean, SmartInitializingSing
           .maxBackoff(p.getMaxBackoff())
           .closeTimeout(p.getCloseTimeout())
           .waitTimeout(p.getWaitTimeout())
-          .heartbeatInterval(p.getHeartbeatInterval())
-          .selfFenceAfter(p.getSelfFenceAfter())
-          .roundTripTimeout(p.getRoundTripTimeout())
-          .serverIdleSessionTimeout(p.getServerIdleSessionTimeout())
-          .serverKeepalives(
-              p.getServerKeepalives().getIdle(),
-              p.getServerKeepalives().getInterval(),
-              p.getServerKeepalives().getCount())
+          .timing(
+              FailoverTiming.DEFAULT
+                  .withHeartbeatInterval(p.getHeartbeatInterval())
+                  .withSelfFenceAfter(p.getSelfFenceAfter())
+                  .withRoundTripTimeout(p.getRoundTripTimeout())
+                  .withServerIdleSessionTimeout(p.getServerIdleSessionTimeout())
+                  .withServerKeepalives(
+                      p.getServerKeepalives().getIdle(),
+                      p.getServerKeepalives().getInterval(),
+                      p.getServerKeepalives().getCount()))
           .failFast(p.isFailFast())
           .preferred(p.getPreferred() != null ? p.getPreferred() : preferredByDefault);
       if (p.getTakeoverDelay() != null) {
@@ -333,17 +336,19 @@ public final class RetsuLeaders implements DisposableBean, SmartInitializingSing
           .batchSize(p.getBatchSize())
           .refreshInterval(p.getRefreshInterval())
           .refreshTimeout(p.getRefreshTimeout())
-          .heartbeatInterval(p.getHeartbeatInterval())
-          .selfFenceAfter(p.getSelfFenceAfter())
-          .roundTripTimeout(p.getRoundTripTimeout())
+          .timing(
+              FailoverTiming.DEFAULT
+                  .withHeartbeatInterval(p.getHeartbeatInterval())
+                  .withSelfFenceAfter(p.getSelfFenceAfter())
+                  .withRoundTripTimeout(p.getRoundTripTimeout())
+                  .withServerIdleSessionTimeout(p.getServerIdleSessionTimeout())
+                  .withServerKeepalives(
+                      p.getServerKeepalives().getIdle(),
+                      p.getServerKeepalives().getInterval(),
+                      p.getServerKeepalives().getCount()))
           .membershipInterval(p.getMembershipInterval())
           .reconnectInterval(p.getReconnectInterval())
           .closeTimeout(p.getCloseTimeout())
-          .serverIdleSessionTimeout(p.getServerIdleSessionTimeout())
-          .serverKeepalives(
-              p.getServerKeepalives().getIdle(),
-              p.getServerKeepalives().getInterval(),
-              p.getServerKeepalives().getCount())
           .failFast(p.isFailFast())
           .build();
     } catch (RuntimeException e) {

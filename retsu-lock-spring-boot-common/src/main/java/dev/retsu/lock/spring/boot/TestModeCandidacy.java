@@ -1,8 +1,8 @@
 package dev.retsu.lock.spring.boot;
 
 import dev.retsu.lock.FencingToken;
+import dev.retsu.lock.LeaderInfo;
 import dev.retsu.lock.LeaderTask;
-import dev.retsu.lock.LockHolder;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.LossReason;
 import dev.retsu.lock.Term;
@@ -11,6 +11,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -115,13 +116,21 @@ final class TestModeCandidacy implements Candidacy {
   }
 
   @Override
-  public Optional<LockHolder> currentHolder() {
+  public Optional<LeaderInfo> currentHolder() {
     if (!isLeader()) {
       return Optional.empty();
     }
     return Optional.of(
-        new LockHolder(
-            0, "retsu-lock:" + candidateId, null, Optional.empty(), Optional.empty(), "test-mode"));
+        new LeaderInfo(
+            key,
+            candidateId,
+            0,
+            "test-mode",
+            Optional.empty(),
+            OptionalLong.empty(),
+            Optional.empty(),
+            Optional.empty(),
+            Optional.empty()));
   }
 
   @Override
