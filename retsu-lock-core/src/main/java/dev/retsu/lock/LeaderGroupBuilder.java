@@ -53,7 +53,8 @@ public final class LeaderGroupBuilder extends TermOptionsBuilder<LeaderGroupBuil
 
   /**
    * Sets how many sessions this member opens (never more than there are keys); keys spread over
-   * them evenly. Defaults to 4.
+   * them evenly. Defaults to 4. More sessions spread the keys' work over more connections (a slow
+   * key holds up only its session's others); fewer cost the database fewer connections.
    *
    * @param sessions 1 to {@value LeaderGroup#MAX_SESSIONS}
    * @return this builder
@@ -65,7 +66,8 @@ public final class LeaderGroupBuilder extends TermOptionsBuilder<LeaderGroupBuil
 
   /**
    * Sets the most keys one locking statement tries. Each statement that takes keys is followed by
-   * one fencing-token statement for all the keys it took. Defaults to 1,000.
+   * one fencing-token statement for all the keys it took. Defaults to 1,000. Lower it only when one
+   * statement over that many keys runs too long for the server's statement limits.
    *
    * @param batchSize 1 to 10,000
    * @return this builder
@@ -78,7 +80,8 @@ public final class LeaderGroupBuilder extends TermOptionsBuilder<LeaderGroupBuil
   /**
    * Sets how often this member reads the group's membership (one statement that probes the {@value
    * LeaderGroup#MAX_MEMBERS} membership slots) and rebalances. Joins, leaves and crashes settle
-   * within about two of these. Defaults to 2 seconds.
+   * within about two of these. Defaults to 2 seconds. Lower it when keys must move faster after a
+   * join (a scale-out), at one statement per member per interval.
    *
    * @param interval at least 50 ms
    * @return this builder
@@ -89,7 +92,8 @@ public final class LeaderGroupBuilder extends TermOptionsBuilder<LeaderGroupBuil
   }
 
   /**
-   * Sets the wait before a lost or failed session is opened again. Defaults to 1 second.
+   * Sets the wait before a lost or failed session is opened again. Defaults to 1 second. Raise it
+   * to spare a database that is refusing connections from reconnects by many members.
    *
    * @param interval positive
    * @return this builder

@@ -67,7 +67,9 @@ public final class LeaderLoopBuilder extends TermOptionsBuilder<LeaderLoopBuilde
   }
 
   /**
-   * Sets the wait between standby attempts in {@link TakeoverMode#POLL}. Defaults to 15 seconds.
+   * Sets the wait between standby attempts in {@link TakeoverMode#POLL}. Defaults to 15 seconds. It
+   * is how long a POLL standby may take to notice that the key is free: lower it for a faster
+   * takeover at one short statement per attempt, or use {@link TakeoverMode#WAIT}.
    *
    * @param interval positive
    * @return this builder
@@ -95,7 +97,8 @@ public final class LeaderLoopBuilder extends TermOptionsBuilder<LeaderLoopBuilde
   /**
    * Sets the jitter of standby waits: each is drawn uniformly from retryInterval × (1 − jitter) to
    * retryInterval, so that standbys started together do not contend in step while retryInterval
-   * stays the longest wait. Defaults to 0.1.
+   * stays the longest wait. Defaults to 0.1. Raise it when many standbys start together (a fleet
+   * restart) and their attempts still arrive in bursts.
    *
    * @param jitter within [0, 1)
    * @return this builder
@@ -106,7 +109,9 @@ public final class LeaderLoopBuilder extends TermOptionsBuilder<LeaderLoopBuilde
   }
 
   /**
-   * Sets what a failed term does. Defaults to {@link FailurePolicy#STEP_DOWN}.
+   * Sets what a failed term does. Defaults to {@link FailurePolicy#STEP_DOWN}: contend again.
+   * {@link FailurePolicy#EXIT} suits a process whose supervisor (Kubernetes, systemd) should
+   * restart it after a lost term, so that no state of the old term survives.
    *
    * @param policy the policy
    * @return this builder
@@ -118,7 +123,8 @@ public final class LeaderLoopBuilder extends TermOptionsBuilder<LeaderLoopBuilde
 
   /**
    * Sets the longest wait between failed terms under {@link FailurePolicy#STEP_DOWN} (the wait
-   * doubles from retryInterval). Defaults to 5 minutes.
+   * doubles from retryInterval). Defaults to 5 minutes. Lower it when a candidate must come back
+   * sooner after repeated failures (a database that flaps), at the cost of more attempts.
    *
    * @param max positive
    * @return this builder
@@ -129,7 +135,9 @@ public final class LeaderLoopBuilder extends TermOptionsBuilder<LeaderLoopBuilde
   }
 
   /**
-   * Sets how a standby takes over. Defaults to {@link TakeoverMode#POLL}.
+   * Sets how a standby takes over. Defaults to {@link TakeoverMode#POLL}: no connection held
+   * between attempts. {@link TakeoverMode#WAIT} queues in the server on one connection and takes
+   * over within milliseconds of the release, for work that must not pause.
    *
    * @param mode the mode
    * @return this builder

@@ -54,7 +54,8 @@ public abstract class TermOptionsBuilder<B extends TermOptionsBuilder<B>> {
 
   /**
    * Sets this candidate's id, shown in logs and in {@code application_name} of its sessions.
-   * Defaults to host, pid and a random suffix.
+   * Defaults to host, pid and a random suffix. Set it when operators should recognise the instance
+   * (a pod name), or when metrics and events must name it the same across restarts.
    *
    * @param candidateId 1 to 100 printable characters
    * @return this builder
@@ -65,7 +66,8 @@ public abstract class TermOptionsBuilder<B extends TermOptionsBuilder<B>> {
   }
 
   /**
-   * Sets the wait between two refreshes (runs of the task) of a term. Defaults to 15 seconds.
+   * Sets the wait between two refreshes (runs of the task) of a term. Defaults to 15 seconds. Set
+   * it to how often the leader's work must run (a collector's export period, a scheduler's tick).
    *
    * @param interval positive
    * @return this builder
@@ -79,6 +81,8 @@ public abstract class TermOptionsBuilder<B extends TermOptionsBuilder<B>> {
    * Sets the longest one refresh may run; past it the refresh is interrupted and its term ends
    * ({@link LossReason#REFRESH_TIMED_OUT}). Defaults to 60 seconds for a loop, 5 seconds for a
    * group (a refresh holds its session's worker, so it must stay below {@code selfFenceAfter}).
+   * Raise it for a task whose one run legitimately takes longer; lower it to replace a leader whose
+   * task hangs sooner.
    *
    * @param timeout positive
    * @return this builder
@@ -104,7 +108,8 @@ public abstract class TermOptionsBuilder<B extends TermOptionsBuilder<B>> {
 
   /**
    * Sets how long a close waits for a running refresh to stop after it was interrupted, before the
-   * lock is released anyway. Defaults to 10 seconds.
+   * lock is released anyway. Defaults to 10 seconds. Raise it when the task needs longer to stop
+   * cleanly (a flush, a transaction to finish); lower it when a shutdown must be quick.
    *
    * @param timeout positive
    * @return this builder
@@ -134,7 +139,8 @@ public abstract class TermOptionsBuilder<B extends TermOptionsBuilder<B>> {
 
   /**
    * Adds a listener; listeners are called in the order added, one call at a time. A group's
-   * listeners hear every key's terms ({@link Term#key()} says which).
+   * listeners hear every key's terms ({@link Term#key()} says which). Use it to start and stop work
+   * that lives as long as a term, or to record terms (the metrics module is one).
    *
    * @param listener the listener
    * @return this builder
