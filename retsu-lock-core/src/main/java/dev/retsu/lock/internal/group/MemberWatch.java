@@ -11,13 +11,7 @@ import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HexFormat;
-import java.util.LinkedHashMap;
-import java.util.List;
-import java.util.Map;
-import java.util.Set;
-import java.util.concurrent.atomic.AtomicLong;
 import org.postgresql.PGNotification;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -35,14 +29,11 @@ import org.slf4j.LoggerFactory;
  * holds one watch session per member, not one per pair.
  *
  * <p>Any role that can connect can notify the channel (its name follows from {@code pg_locks}), so
- * a notice is a hint, believed only from a member: PostgreSQL attaches the notifying backend's pid
- * to each notification, and a notice counts only when that pid is one of the group's member
- * sessions ({@link Membership#memberSessions}: a membership slot or the watchers key held, the
- * candidates' role). A pid not known yet is looked up at most once per {@link #SENDER_READ_GAP}
- * (the notices from unknown pids wait for it, a bounded number per pid); a notice from any other
- * pid is ignored and counted, logged at DEBUG at most once per {@link #IGNORED_LOG_GAP}. A {@code
- * yielded} notice sets a hand-off window of at most {@link #MAX_HAND_OFF}, and none for a key this
- * member holds or held until less than a {@code membershipInterval} ago. Thread-safe.
+ * a notice is a hint, believed only from a member session ({@link Membership#memberSessions}: a
+ * membership slot or the watchers key held, the candidates' role), by the pid PostgreSQL attaches
+ * to it ({@link NoticeSenders}). A {@code yielded} notice sets a hand-off window of at most {@link
+ * #MAX_HAND_OFF}, and none for a key this member holds or held until less than a {@code
+ * membershipInterval} ago. Thread-safe.
  */
 final class MemberWatch implements Runnable {
 
@@ -54,18 +45,6 @@ final class MemberWatch implements Runnable {
    * member above its share may yield the key again.
    */
   static final Duration MAX_HAND_OFF = Duration.ofMinutes(5);
-
-  /** The least time between two reads of the member sessions on behalf of unknown pids: 250 ms. */
-  static final Duration SENDER_READ_GAP = Duration.ofMillis(250);
-
-  /** The least time between two DEBUG lines about ignored notices: 10 seconds. */
-  static final Duration IGNORED_LOG_GAP = Duration.ofSeconds(10);
-
-  /** Unknown pids whose notices wait for the next read of the member sessions, at most. */
-  private static final int MAX_UNKNOWN_SENDERS = 64;
-
-  /** Notices kept per unknown pid until that read, at most. */
-  private static final int MAX_NOTICES_PER_SENDER = 16;
 
   private final GroupCore core;
   private final SessionOpener.Spec spec;
@@ -80,17 +59,8 @@ final class MemberWatch implements Runnable {
   private volatile String pending;
   private final java.util.concurrent.ConcurrentLinkedQueue<String> notices =
       new java.util.concurrent.ConcurrentLinkedQueue<>();
-  // The watch thread's own state: which pids are member sessions, and what waits for a look.
-  private Set<Integer> members = Set.of();
-  private final Map<Integer, List<String>> unknown = new LinkedHashMap<>();
-  private long sendersReadAt;
-  private boolean sendersRead;
-  private volatile boolean sendersStale;
+  private final NoticeSenders senders;
   private long[] lastSlots;
-  private final AtomicLong ignored = new AtomicLong();
-  private final AtomicLong ignoredLogged = new AtomicLong();
-  private long ignoredLoggedAt;
-  private boolean ignoredLoggedOnce;
 
   MemberWatch(GroupCore core, int namespace, Runnable roundNow) {
     this.core = core;
@@ -111,6 +81,7 @@ final class MemberWatch implements Runnable {
     this.channel = channelOf(namespace);
     this.intervalMillis = (int) Math.max(1, core.settings().memberWatchInterval().toMillis());
     this.wakeup = new Wakeup(g.time(), core::closing);
+    this.senders = new NoticeSenders(g.time()::nanoTime, spec.context(), this::believe);
   }
 
   private static String applicationName(String candidateId) {
@@ -125,7 +96,7 @@ final class MemberWatch implements Runnable {
 
   /** Notices from pids that are no member session, since start (tests read it). */
   long ignoredNotices() {
-    return ignored.get();
+    return senders.ignored();
   }
 
   /** The channel the group's members notify. */
@@ -146,7 +117,7 @@ final class MemberWatch implements Runnable {
    */
   void membership(long[] slots, int mine) {
     if (lastSlots != null && !java.util.Arrays.equals(lastSlots, slots)) {
-      sendersStale = true; // a member came or went: the member sessions are read again
+      senders.markStale(); // a member came or went: the member sessions are read again
     }
     lastSlots = slots;
     int gone = vanished(slots, previous);
@@ -305,9 +276,7 @@ final class MemberWatch implements Runnable {
     int own = s.id().pid();
     boolean marked = mark(s, false);
     long markedTriedAt = core.settings().term().time().nanoTime();
-    members = Set.of();
-    sendersRead = false;
-    unknown.clear();
+    senders.reset();
     while (!core.closing() && s.isOpen()) {
       long now = core.settings().term().time().nanoTime();
       if (!marked && now - markedTriedAt >= core.settings().membershipInterval().toNanos()) {
@@ -323,9 +292,9 @@ final class MemberWatch implements Runnable {
       } else {
         boolean round = false;
         for (PGNotification n : notes) {
-          round |= heard(n.getPID(), n.getParameter(), own);
+          round |= senders.heard(n.getPID(), n.getParameter(), own);
         }
-        round |= lookAtUnknownSenders(s);
+        round |= senders.look(() -> s.call(c -> core.membership().memberSessions(c)));
         if (round) {
           roundNow.run();
         }
@@ -350,63 +319,6 @@ final class MemberWatch implements Runnable {
     }
   }
 
-  /**
-   * One notice as received: believed at once from this session or a known member session, kept for
-   * the next look at the member sessions from any other pid.
-   *
-   * @return true when it was believed: a round is due
-   */
-  private boolean heard(int pid, String notice, int own) {
-    if (pid == own || members.contains(pid)) {
-      believe(notice);
-      return true;
-    }
-    List<String> kept = unknown.get(pid);
-    if (kept == null && unknown.size() < MAX_UNKNOWN_SENDERS) {
-      kept = new ArrayList<>();
-      unknown.put(pid, kept);
-    }
-    if (kept != null && kept.size() < MAX_NOTICES_PER_SENDER) {
-      kept.add(notice);
-      return false;
-    }
-    ignore(pid, notice);
-    return false;
-  }
-
-  /**
-   * Reads the member sessions when notices from unknown pids wait, or a membership read saw a
-   * change, and the last read is at least {@link #SENDER_READ_GAP} old; then believes the waiting
-   * notices of members and ignores the rest.
-   *
-   * @return true when a notice was believed: a round is due
-   */
-  private boolean lookAtUnknownSenders(Session s) throws SQLException {
-    long now = core.settings().term().time().nanoTime();
-    if ((unknown.isEmpty() && !sendersStale)
-        || (sendersRead && now - sendersReadAt < SENDER_READ_GAP.toNanos())) {
-      return false;
-    }
-    sendersStale = false;
-    members = s.call(c -> core.membership().memberSessions(c));
-    sendersRead = true;
-    sendersReadAt = now;
-    boolean round = false;
-    for (Map.Entry<Integer, List<String>> e : unknown.entrySet()) {
-      boolean member = members.contains(e.getKey());
-      for (String notice : e.getValue()) {
-        if (member) {
-          believe(notice);
-          round = true;
-        } else {
-          ignore(e.getKey(), notice);
-        }
-      }
-    }
-    unknown.clear();
-    return round;
-  }
-
   /** A notice of a member session: a hint to look now, and a {@code yielded} sets a window. */
   private void believe(String notice) {
     LOG.debug("{} Notice from the group: {}", spec.context(), notice);
@@ -414,24 +326,6 @@ final class MemberWatch implements Runnable {
     long now = core.settings().term().time().nanoTime();
     if (h != null && !core.handOff(h.index(), now, now + h.millis() * 1_000_000L)) {
       LOG.debug("{} Ignored {}: this member holds or just held that key", spec.context(), notice);
-    }
-  }
-
-  /** A notice from a pid that is no member session: counted, logged at a bounded rate. */
-  private void ignore(int pid, String notice) {
-    long n = ignored.incrementAndGet();
-    long now = core.settings().term().time().nanoTime();
-    if (!ignoredLoggedOnce || now - ignoredLoggedAt >= IGNORED_LOG_GAP.toNanos()) {
-      ignoredLoggedOnce = true;
-      ignoredLoggedAt = now;
-      long since = n - ignoredLogged.getAndSet(n);
-      LOG.debug(
-          "{} Ignored {} notice(s) on the group's channel from sessions that are no member of the"
-              + " group (the last from pid {}: {})",
-          spec.context(),
-          since,
-          pid,
-          notice.length() > 64 ? notice.substring(0, 64) + "..." : notice);
     }
   }
 
