@@ -19,7 +19,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * The ownership proof and the standby attempt do not read {@code pg_locks} on their common paths
- * (issue 12: their cost must not grow with the server's lock table), and stay sound: whatever user
+ * (their cost must not grow with the server's lock table), and stay sound: whatever user
  * code runs on the lease's session is followed by a full proof, and a session whose settings were
  * reset stops proving ownership.
  */

@@ -171,7 +171,7 @@ record Profile(
             Duration.ofSeconds(5),
             3));
     // The same WAIT standby and raw waiter borrowing from the pools applications use, in the
-    // scenarios where the physical session, not a safety knob, decides (issue 21).
+    // scenarios where the physical session, not a safety knob, decides.
     for (String pool : List.of("hikari", "dbcp2")) {
       c.add(
           physical(

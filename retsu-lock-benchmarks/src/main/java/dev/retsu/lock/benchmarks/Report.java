@@ -155,7 +155,7 @@ final class Report {
     }
   }
 
-  /** The difference retsu WAIT may add to the raw waiter on the same data source (issue 21). */
+  /** The difference retsu WAIT may add to the raw waiter on the same data source. */
   static final long TARGET_MICROS = 2_000;
 
   /**

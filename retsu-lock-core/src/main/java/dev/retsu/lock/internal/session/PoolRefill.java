@@ -17,7 +17,8 @@ import org.slf4j.LoggerFactory;
  * connection for a waiting thread only when that thread begins to wait. A thread that begins to
  * wait while the pool is at its maximum, and whose connections then end by eviction rather than by
  * return, is not served: it waits its whole {@code connectionTimeout} and fails with "Connection is
- * not available" although the pool has room again (HikariCP issue 906, open). A fixed-size pool,
+ * not available" although the pool has room again (a known HikariCP limitation, still open). A
+ * fixed-size pool,
  * HikariCP's default, refills at every eviction. Each pool is read once (weakly held); thread-safe.
  */
 final class PoolRefill {

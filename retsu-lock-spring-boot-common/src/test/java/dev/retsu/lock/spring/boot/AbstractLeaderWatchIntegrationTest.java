@@ -36,7 +36,7 @@ import org.springframework.context.ApplicationContext;
 import org.springframework.context.ApplicationListener;
 
 /**
- * Issue 23's Spring Boot part on each line, two or three application contexts in one JVM on the
+ * Spring Boot's leader watch on each line, two or three application contexts in one JVM on the
  * real PostgreSQL, with {@code retsu.lock.watch.enabled=true}: leader changes as {@link
  * LeaderChangedEvent}s on every replica, in order, from the event thread; the holder shaped like a
  * lease in health and the {@code leaders} endpoint, read without I/O; {@code yield} as the

@@ -25,7 +25,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Issue 25's two-instance test, on each Spring Boot line: {@link TwoInstanceApplication} as
+ * Two instances of one application, on each Spring Boot line: {@link TwoInstanceApplication} as
  * separate JVMs against the real PostgreSQL. One leads; {@code /actuator/health} is UP on both; the
  * leader-only gauge and the job's runs are on the leader's {@code /actuator/prometheus} only;
  * SIGTERM of the leader hands over; {@code pg_terminate_backend} of the leader's session hands over
