@@ -18,8 +18,8 @@ import org.slf4j.LoggerFactory;
  * wait while the pool is at its maximum, and whose connections then end by eviction rather than by
  * return, is not served: it waits its whole {@code connectionTimeout} and fails with "Connection is
  * not available" although the pool has room again (a known HikariCP limitation, still open). A
- * fixed-size pool,
- * HikariCP's default, refills at every eviction. Each pool is read once (weakly held); thread-safe.
+ * fixed-size pool, HikariCP's default, refills at every eviction. Each pool is read once (weakly
+ * held); thread-safe.
  */
 final class PoolRefill {
 

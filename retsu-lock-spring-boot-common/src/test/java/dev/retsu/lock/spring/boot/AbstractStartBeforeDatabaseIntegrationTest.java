@@ -24,8 +24,8 @@ import org.springframework.scheduling.annotation.EnableScheduling;
 import org.springframework.scheduling.annotation.Scheduled;
 
 /**
- * An application starting during a database outage: the application (Boot's own DataSource auto-configuration and pool, the
- * starter's defaults) starts while PostgreSQL is down. It starts, stays a candidate (health UP, the
+ * A start during a database outage: the application (Boot's own DataSource auto-configuration and
+ * pool, the starter's defaults) starts while PostgreSQL is down. It starts, stays a candidate (health UP, the
  * standby details say the database is unreachable, with the SQLState), and once a real PostgreSQL
  * comes up on that port it leads and runs its {@code @LeaderOnly} job; liveness is never BROKEN.
  * Shared by both Spring Boot lines.
