@@ -21,9 +21,9 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * A lease ends its session by evicting the connection from HikariCP, and HikariCP replaces an
  * evicted connection only up to {@code minimumIdle}. A thread that began to wait for a connection
  * while the pool was full is served when leases end only if the pool is fixed-size (HikariCP's
- * default); with {@code minimumIdle} below the maximum it waits out {@code connectionTimeout}
- * (a known HikariCP limitation). This is what once made ShedLock's fuzz test fail in CI, on a
- * pool with {@code minimumIdle} 0. Building a lock on such a pool logs one WARN that says so.
+ * default); with {@code minimumIdle} below the maximum it waits out {@code connectionTimeout} (a
+ * known HikariCP limitation). This is what once made ShedLock's fuzz test fail in CI, on a pool
+ * with {@code minimumIdle} 0. Building a lock on such a pool logs one WARN that says so.
  */
 @ExtendWith(PostgresExtension.class)
 class HikariPoolRefillIntegrationTest {

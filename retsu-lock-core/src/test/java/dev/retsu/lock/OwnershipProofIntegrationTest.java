@@ -19,9 +19,9 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * The ownership proof and the standby attempt do not read {@code pg_locks} on their common paths
- * (their cost must not grow with the server's lock table), and stay sound: whatever user
- * code runs on the lease's session is followed by a full proof, and a session whose settings were
- * reset stops proving ownership.
+ * (their cost must not grow with the server's lock table), and stay sound: whatever user code runs
+ * on the lease's session is followed by a full proof, and a session whose settings were reset stops
+ * proving ownership.
  */
 @ExtendWith(PostgresExtension.class)
 class OwnershipProofIntegrationTest {
