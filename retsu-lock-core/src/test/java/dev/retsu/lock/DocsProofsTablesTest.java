@@ -35,7 +35,6 @@ class DocsProofsTablesTest {
   private static final Set<String> PENDING =
       Set.of(
           "CHANGELOG.md",
-          "README.md",
           "docs/BENCHMARKS.md",
           "docs/COMPATIBILITY.md",
           "docs/GUARANTEES.md",
