@@ -35,7 +35,6 @@ class DocsProofsTablesTest {
   private static final Set<String> PENDING =
       Set.of(
           "CHANGELOG.md",
-          "docs/BENCHMARKS.md",
           "docs/COMPATIBILITY.md",
           "docs/GUARANTEES.md",
           "docs/MANAGED-POSTGRES.md",
