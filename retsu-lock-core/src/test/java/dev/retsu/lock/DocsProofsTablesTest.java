@@ -42,7 +42,6 @@ class DocsProofsTablesTest {
           "docs/cli.md",
           "docs/internals.md",
           "docs/leader-group.md",
-          "docs/leader-loop.md",
           "docs/lease.md",
           "docs/metrics.md",
           "docs/operations.md",
