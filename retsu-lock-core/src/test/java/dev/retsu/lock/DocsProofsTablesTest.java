@@ -46,7 +46,6 @@ class DocsProofsTablesTest {
           "docs/metrics.md",
           "docs/operations.md",
           "docs/shedlock.md",
-          "docs/spring-boot.md",
           "docs/spring-integration.md",
           "docs/troubleshooting.md",
           "retsu-lock-examples/README.md");
