@@ -36,7 +36,6 @@ class DocsProofsTablesTest {
       Set.of(
           "CHANGELOG.md",
           "docs/COMPATIBILITY.md",
-          "docs/GUARANTEES.md",
           "docs/MANAGED-POSTGRES.md",
           "docs/RELEASING.md",
           "docs/cli.md",
