@@ -36,8 +36,8 @@ import org.springframework.context.ApplicationContext;
 import org.springframework.context.ApplicationListener;
 
 /**
- * Spring Boot's leader watch on each line, two or three application contexts in one JVM on the
- * real PostgreSQL, with {@code retsu.lock.watch.enabled=true}: leader changes as {@link
+ * Spring Boot's leader watch on each line, two or three application contexts in one JVM on the real
+ * PostgreSQL, with {@code retsu.lock.watch.enabled=true}: leader changes as {@link
  * LeaderChangedEvent}s on every replica, in order, from the event thread; the holder shaped like a
  * lease in health and the {@code leaders} endpoint, read without I/O; {@code yield} as the
  * endpoint's write operation; the {@code preferred} property handing leadership over.

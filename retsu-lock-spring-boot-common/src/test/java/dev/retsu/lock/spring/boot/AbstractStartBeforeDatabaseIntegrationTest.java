@@ -25,10 +25,10 @@ import org.springframework.scheduling.annotation.Scheduled;
 
 /**
  * A start during a database outage: the application (Boot's own DataSource auto-configuration and
- * pool, the starter's defaults) starts while PostgreSQL is down. It starts, stays a candidate (health UP, the
- * standby details say the database is unreachable, with the SQLState), and once a real PostgreSQL
- * comes up on that port it leads and runs its {@code @LeaderOnly} job; liveness is never BROKEN.
- * Shared by both Spring Boot lines.
+ * pool, the starter's defaults) starts while PostgreSQL is down. It starts, stays a candidate
+ * (health UP, the standby details say the database is unreachable, with the SQLState), and once a
+ * real PostgreSQL comes up on that port it leads and runs its {@code @LeaderOnly} job; liveness is
+ * never BROKEN. Shared by both Spring Boot lines.
  */
 public abstract class AbstractStartBeforeDatabaseIntegrationTest {
 
