@@ -1,9 +1,10 @@
 package dev.retsu.lock;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.retsu.lock.internal.session.ServerBounds;
+import dev.retsu.lock.internal.term.TermOptions;
 import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -74,21 +75,67 @@ class LeaderGroupBuilderTest {
     assertThatThrownBy(
             () -> LeaderGroup.builder(ds, "g", keys).memberWatchInterval(Duration.ofSeconds(11)))
         .hasMessage("memberWatchInterval must be zero (off) or 5 ms to 10 s, but was PT11S");
+    LeaderGroupBuilder b = LeaderGroup.builder(ds, "g", keys);
+    for (Duration accepted : List.of(Duration.ZERO, Duration.ofMillis(5), Duration.ofSeconds(10))) {
+      assertThat(b.memberWatchInterval(accepted)).as("%s is accepted", accepted).isSameAs(b);
+    }
   }
 
   @Test
-  void fastFailoverFitsAGroupsRules() {
-    // build() checks the timing rules (heartbeat, self-fence, server bound, member watch) and
-    // throws naming the one broken; fastFailover() sets them all and must pass.
-    assertThatCode(() -> LeaderGroup.builder(ds, "fast", keys).fastFailover().build().close())
-        .doesNotThrowAnyException();
-    assertThatCode(
+  void fastFailoverSetsValuesThatMeetEachRuleAGroupChecks() {
+    LeaderGroupBuilder b = LeaderGroup.builder(ds, "fast", keys).fastFailover();
+    TermOptions t = b.termOptions("w1");
+    assertThat(t.heartbeatInterval()).isEqualTo(Duration.ofMillis(500));
+    assertThat(t.selfFenceAfter()).isEqualTo(Duration.ofSeconds(1));
+    assertThat(t.refreshTimeout())
+        .isEqualTo(LeaderGroupBuilder.FAST_REFRESH_TIMEOUT)
+        .isEqualTo(Duration.ofMillis(750));
+    assertThat(t.roundTripTimeout()).isEqualTo(Duration.ofSeconds(1));
+    assertThat(t.bounds().bound()).isEqualTo(Duration.ofSeconds(2));
+    // The rules build() checks, each met by these values:
+    assertThat(t.refreshTimeout()).as("refresh below the deadline").isLessThan(t.selfFenceAfter());
+    assertThat(t.heartbeatInterval().multipliedBy(2))
+        .as("two heartbeats within the deadline")
+        .isLessThanOrEqualTo(t.selfFenceAfter());
+    assertThat(t.selfFenceAfter().plus(ServerBounds.MIN_FENCING_MARGIN))
+        .as("the deadline a margin before the server's bound")
+        .isLessThanOrEqualTo(t.bounds().bound());
+    LeaderGroup g = b.build();
+    assertThat(g.state()).isEqualTo(LeaderGroup.State.NEW);
+    g.close();
+  }
+
+  @Test
+  void anOptionSetAfterFastFailoverThatBreaksARuleFailsTheBuildNamingTheRule() {
+    assertThatThrownBy(
             () ->
-                LeaderGroup.builder(ds, "no-watch", keys)
-                    .memberWatchInterval(Duration.ZERO)
-                    .build()
-                    .close())
-        .doesNotThrowAnyException();
+                LeaderGroup.builder(ds, "g", keys)
+                    .fastFailover()
+                    .refreshTimeout(Duration.ofSeconds(1))
+                    .build())
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageStartingWith("refreshTimeout must be shorter than selfFenceAfter (PT1S)")
+        .hasMessageEndingWith("but was PT1S");
+    assertThatThrownBy(
+            () ->
+                LeaderGroup.builder(ds, "g", keys)
+                    .fastFailover()
+                    .timing(FailoverTiming.FAST.withHeartbeatInterval(Duration.ofMillis(600)))
+                    .build())
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessage(
+            "heartbeatInterval must be at most half of selfFenceAfter (PT1S) so that one slow"
+                + " heartbeat does not fence a healthy leader, but was PT0.6S");
+    assertThatThrownBy(
+            () ->
+                LeaderGroup.builder(ds, "g", keys)
+                    .fastFailover()
+                    .timing(FailoverTiming.FAST.withSelfFenceAfter(Duration.ofMillis(1500)))
+                    .build())
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessage(
+            "selfFenceAfter must be at least PT1S shorter than the server-side bound PT2S (tcp"
+                + " keepalives PT2S, idle_session_timeout PT2S), but was PT1.5S");
   }
 
   @Test

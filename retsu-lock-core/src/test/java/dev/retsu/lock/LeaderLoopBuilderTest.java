@@ -1,9 +1,11 @@
 package dev.retsu.lock;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.retsu.lock.internal.loop.LoopSettings;
+import dev.retsu.lock.internal.session.ServerBounds;
+import dev.retsu.lock.internal.term.TermOptions;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 import org.postgresql.ds.PGSimpleDataSource;
@@ -95,7 +97,54 @@ class LeaderLoopBuilderTest {
     b.timing(t.withSelfFenceAfter(Duration.ofSeconds(8)));
     assertThatThrownBy(b::build).hasMessageContaining("server-side bound PT8S");
     b.timing(t.withSelfFenceAfter(Duration.ofSeconds(6)));
-    assertThatCode(b::build).as("2 s under the bound of 8 s").doesNotThrowAnyException();
+    TermOptions o = b.settings().term();
+    assertThat(o.selfFenceAfter())
+        .as("2 s under the bound of 8 s")
+        .isEqualTo(Duration.ofSeconds(6));
+    assertThat(o.bounds().bound()).isEqualTo(Duration.ofSeconds(8));
+  }
+
+  @Test
+  void fastFailoverSetsValuesThatMeetEachRuleALoopChecks() {
+    LoopSettings s = b.fastFailover().settings();
+    TermOptions t = s.term();
+    assertThat(s.retryInterval())
+        .isEqualTo(LeaderLoopBuilder.FAST_RETRY_INTERVAL)
+        .isEqualTo(Duration.ofMillis(500));
+    assertThat(t.heartbeatInterval()).isEqualTo(FailoverTiming.FAST.heartbeatInterval());
+    assertThat(t.selfFenceAfter()).isEqualTo(FailoverTiming.FAST.selfFenceAfter());
+    assertThat(t.roundTripTimeout()).isEqualTo(Duration.ofSeconds(1));
+    assertThat(t.bounds().bound()).isEqualTo(Duration.ofSeconds(2));
+    assertThat(s.spec().settings())
+        .containsEntry("tcp_keepalives_idle", "1")
+        .containsEntry("tcp_keepalives_interval", "1")
+        .containsEntry("tcp_keepalives_count", "1")
+        .containsEntry("tcp_user_timeout", "2000")
+        .containsEntry("idle_session_timeout", "2000");
+    // The rules build() checks, each met by these values:
+    assertThat(t.heartbeatInterval().multipliedBy(2))
+        .as("two heartbeats within the deadline")
+        .isLessThanOrEqualTo(t.selfFenceAfter());
+    assertThat(t.selfFenceAfter().plus(ServerBounds.MIN_FENCING_MARGIN))
+        .as("the deadline a margin before the server's bound")
+        .isLessThanOrEqualTo(t.bounds().bound());
+  }
+
+  @Test
+  void anOptionSetAfterFastFailoverOverridesItAndABrokenRuleFailsTheBuildNamingIt() {
+    assertThat(b.fastFailover().retryInterval(Duration.ofSeconds(2)).settings().retryInterval())
+        .isEqualTo(Duration.ofSeconds(2));
+    b.timing(FailoverTiming.FAST.withHeartbeatInterval(Duration.ofMillis(600)));
+    assertThatThrownBy(b::build)
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessage(
+            "heartbeatInterval must be at most half of selfFenceAfter (PT1S) so that one slow"
+                + " heartbeat does not fence a healthy leader, but was PT0.6S");
+    b.timing(FailoverTiming.FAST.withSelfFenceAfter(Duration.ofMillis(1500)));
+    assertThatThrownBy(b::build)
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageStartingWith(
+            "selfFenceAfter must be at least PT1S shorter than the server-side bound PT2S");
   }
 
   @Test

@@ -36,7 +36,7 @@ public final class Coordinator implements Runnable {
   private static final long SWEEP_WINDOW_NANOS = TimeUnit.SECONDS.toNanos(1);
 
   private final GroupCore core;
-  private final List<SessionSlot> slots;
+  private final List<? extends Slot> slots;
   private final Rebalancer rebalancer;
   private final KeyPlacement placement;
   private final TimeSource time;
@@ -56,7 +56,7 @@ public final class Coordinator implements Runnable {
    * @param core the group's shared state
    * @param slots the member's session slots, the membership one first
    */
-  public Coordinator(GroupCore core, List<SessionSlot> slots) {
+  Coordinator(GroupCore core, List<? extends Slot> slots) {
     this.core = core;
     this.slots = slots;
     this.rebalancer = new Rebalancer(core.settings().keys().size());
@@ -108,9 +108,9 @@ public final class Coordinator implements Runnable {
    *
    * @param slot the slot whose session ended
    */
-  public void sessionEnded(SessionSlot slot) {
+  void sessionEnded(Slot slot) {
     keysLost.set(true);
-    if (slot.index() != 0 && slots.get(0).worker() != null && !core.closing()) {
+    if (slot.index() != 0 && slots.get(0).live() && !core.closing()) {
       roundNow();
     } else {
       nudge();
@@ -122,7 +122,7 @@ public final class Coordinator implements Runnable {
    * (after a server restart each member then takes its own share of the freed keys).
    */
   public void nudge() {
-    if (slots.stream().allMatch(s -> s.worker() != null)) {
+    if (slots.stream().allMatch(Slot::live)) {
       roundNow.set(true);
     }
     Thread t = thread;
@@ -160,7 +160,7 @@ public final class Coordinator implements Runnable {
 
   /** One round: read the members, yield the surplus, try keys up to the quota. */
   void round() {
-    SessionSlot first = slots.get(0);
+    Slot first = slots.get(0);
     long[] seen = placement.await(first.members());
     long mine = first.membershipSlot();
     int rank = seen == null || mine < 0 ? -1 : rankOf(seen, mine);

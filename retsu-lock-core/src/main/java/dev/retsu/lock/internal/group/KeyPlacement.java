@@ -30,11 +30,11 @@ final class KeyPlacement {
   private static final Logger LOG = LoggerFactory.getLogger(Coordinator.class);
 
   private final GroupCore core;
-  private final List<SessionSlot> slots;
+  private final List<? extends Slot> slots;
   private final Rebalancer rebalancer;
   private final TimeSource time;
 
-  KeyPlacement(GroupCore core, List<SessionSlot> slots, Rebalancer rebalancer) {
+  KeyPlacement(GroupCore core, List<? extends Slot> slots, Rebalancer rebalancer) {
     this.core = core;
     this.slots = slots;
     this.rebalancer = rebalancer;
@@ -43,10 +43,10 @@ final class KeyPlacement {
 
   /** Yields keys over the quota, each from the session that holds it, and waits for the answers. */
   void yieldSurplus(List<Integer> surplus, int members) {
-    Map<SessionSlot, List<LockKey>> bySlot = new LinkedHashMap<>();
+    Map<Slot, List<LockKey>> bySlot = new LinkedHashMap<>();
     for (int k : surplus) {
       TermState t = core.owned().get(core.settings().keys().get(k));
-      SessionSlot s = t == null ? null : slotOf(t);
+      Slot s = t == null ? null : slotOf(t);
       if (s != null) {
         bySlot.computeIfAbsent(s, x -> new ArrayList<>()).add(t.term().key());
       }
@@ -74,7 +74,7 @@ final class KeyPlacement {
         keys.add(k);
       }
     }
-    SessionSlot target = leastLoaded();
+    Slot target = leastLoaded();
     if (!keys.isEmpty() && target != null) {
       await(target.tryKeys(keys, keys.size()));
     }
@@ -88,7 +88,7 @@ final class KeyPlacement {
     while (budget > 0 && !core.closing()) {
       int[] loads = new int[slots.size()];
       for (int i = 0; i < loads.length; i++) {
-        loads[i] = slots.get(i).worker() == null ? -1 : slots.get(i).heldCount();
+        loads[i] = slots.get(i).live() ? slots.get(i).heldCount() : -1;
       }
       Wave wave = Wave.next(rebalancer, core.heldSet(), budget, core.settings().batchSize(), loads);
       if (wave.isEmpty()) {
@@ -142,11 +142,11 @@ final class KeyPlacement {
     }
   }
 
-  private SessionSlot leastLoaded() {
-    SessionSlot best = null;
+  private Slot leastLoaded() {
+    Slot best = null;
     int load = Integer.MAX_VALUE;
-    for (SessionSlot s : slots) {
-      if (s.worker() != null && s.heldCount() < load) {
+    for (Slot s : slots) {
+      if (s.live() && s.heldCount() < load) {
         best = s;
         load = s.heldCount();
       }
@@ -154,9 +154,9 @@ final class KeyPlacement {
     return best;
   }
 
-  private SessionSlot slotOf(TermState t) {
-    for (SessionSlot s : slots) {
-      if (s.worker() != null && s.worker().terms().get(t.term().key()) == t) {
+  private Slot slotOf(TermState t) {
+    for (Slot s : slots) {
+      if (s.runs(t)) {
         return s;
       }
     }

@@ -94,11 +94,6 @@ final class MemberWatch implements Runnable {
     return "retsu_lock_group_" + HexFormat.of().toHexDigits(namespace); // an identifier
   }
 
-  /** Notices from pids that are no member session, since start (tests read it). */
-  long ignoredNotices() {
-    return senders.ignored();
-  }
-
   /** The channel the group's members notify. */
   String channel() {
     return channel;

@@ -26,7 +26,7 @@ import org.slf4j.LoggerFactory;
  * fencing token per batch, release keys, read the membership) run on the worker between refreshes.
  * Thread-safe: jobs from any thread.
  */
-public final class SessionSlot implements Runnable, SessionWorker.Owner {
+public final class SessionSlot implements Runnable, SessionWorker.Owner, Slot {
 
   private static final Logger LOG = LoggerFactory.getLogger(SessionSlot.class);
 
@@ -101,6 +101,7 @@ public final class SessionSlot implements Runnable, SessionWorker.Owner {
   }
 
   /** The slot's position; 0 holds the membership. */
+  @Override
   public int index() {
     return index;
   }
@@ -111,13 +112,26 @@ public final class SessionSlot implements Runnable, SessionWorker.Owner {
     return w == null || w.ended() ? null : w;
   }
 
+  @Override
+  public boolean live() {
+    return worker() != null;
+  }
+
+  @Override
+  public boolean runs(TermState term) {
+    SessionWorker w = worker();
+    return w != null && w.terms().get(term.term().key()) == term;
+  }
+
   /** Keys held on the live session. */
+  @Override
   public int heldCount() {
     SessionWorker w = worker();
     return w == null ? 0 : w.terms().size();
   }
 
   /** This member's membership slot, or -1. */
+  @Override
   public int membershipSlot() {
     return membershipSlot;
   }
@@ -237,11 +251,13 @@ public final class SessionSlot implements Runnable, SessionWorker.Owner {
   }
 
   /** Tries keys on this session; completes with the keys whose terms started. */
+  @Override
   public CompletableFuture<List<LockKey>> tryKeys(List<LockKey> keys, int limit) {
     return job(w -> BatchTerms.start(core, spec, w, keys, limit), List.of());
   }
 
   /** Releases keys gracefully (their work stopped, onLost, one unlock); completes with how many. */
+  @Override
   public CompletableFuture<Integer> release(List<LockKey> keys) {
     return release(keys, LossReason.CLOSED);
   }
@@ -265,6 +281,7 @@ public final class SessionSlot implements Runnable, SessionWorker.Owner {
   }
 
   /** Reads the group's members (slot 0): slots ascending; null when the session is gone. */
+  @Override
   public CompletableFuture<long[]> members() {
     return job(
         w -> {

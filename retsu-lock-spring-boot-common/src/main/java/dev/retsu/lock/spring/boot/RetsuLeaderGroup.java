@@ -1,6 +1,5 @@
 package dev.retsu.lock.spring.boot;
 
-import dev.retsu.lock.LeaderContext;
 import dev.retsu.lock.LeaderGroup;
 import dev.retsu.lock.LeaderListener;
 import dev.retsu.lock.LeaderTask;
@@ -347,11 +346,6 @@ public final class RetsuLeaderGroup implements SmartLifecycle {
               .orElse(null));
     }
     return out;
-  }
-
-  /** For tests: the context bound for a key on this thread. */
-  Optional<LeaderContext> boundContext() {
-    return Optional.ofNullable(TermBinding.get(this));
   }
 
   /** Close what was never started (context failed), idempotently. */

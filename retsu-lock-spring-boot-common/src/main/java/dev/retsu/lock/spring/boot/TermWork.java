@@ -5,7 +5,6 @@ import dev.retsu.lock.Term;
 import java.time.Duration;
 import java.util.LinkedHashSet;
 import java.util.Set;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -155,19 +154,5 @@ final class TermWork {
       }
     }
     return true;
-  }
-
-  /** For tests: waits until no work runs. */
-  boolean awaitIdle(long timeout, TimeUnit unit) throws InterruptedException {
-    lock.lock();
-    try {
-      long left = unit.toNanos(timeout);
-      while (!running.isEmpty() && left > 0) {
-        left = idle.awaitNanos(left);
-      }
-      return running.isEmpty();
-    } finally {
-      lock.unlock();
-    }
   }
 }

@@ -1,10 +1,11 @@
-package dev.retsu.lock;
+package dev.retsu.lock.internal.session;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import dev.retsu.lock.internal.session.KeySql;
-import dev.retsu.lock.internal.session.SessionSql;
+import dev.retsu.lock.FencingToken;
+import dev.retsu.lock.LockKey;
+import dev.retsu.lock.TestKeys;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
 import java.sql.Connection;
