@@ -74,8 +74,9 @@ public final class HolderSql {
         + holds(role)
         + " AND l.database = "
         + SessionSql.THIS_DATABASE
-        + " AND (l.classid, l.objid, l.objsubid) IN (SELECT CASE WHEN k.pair THEN k.a::int8 ELSE"
-        + " (k.v >> 32) & 4294967295 END::oid, CASE WHEN k.pair THEN k.b::int8 ELSE k.v &"
+        + " AND (l.classid, l.objid, l.objsubid) IN (SELECT CASE WHEN k.pair THEN k.a::int8 &"
+        + " 4294967295 ELSE (k.v >> 32) & 4294967295 END::oid, CASE WHEN k.pair THEN k.b::int8 &"
+        + " 4294967295 ELSE k.v &"
         + " 4294967295 END::oid, CASE WHEN k.pair THEN 2 ELSE 1 END::int2 FROM "
         + KeySql.KEYS
         + ")";
