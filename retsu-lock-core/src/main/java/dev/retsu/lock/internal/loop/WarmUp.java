@@ -94,7 +94,14 @@ public final class WarmUp {
           "org.slf4j.helpers.NormalizedParameters",
           "dev.retsu.lock.internal.session.GuardHooks",
           "dev.retsu.lock.internal.session.OwnershipProof",
-          "dev.retsu.lock.internal.term.TermFinish$Parts",
+          "dev.retsu.lock.internal.term.WorkerParts",
+          "dev.retsu.lock.internal.term.RunningTask",
+          "dev.retsu.lock.internal.term.TermEnd",
+          "dev.retsu.lock.internal.term.TermEnd$SessionEnd",
+          "dev.retsu.lock.internal.term.TermFinish",
+          "dev.retsu.lock.internal.term.TermRefresh",
+          "dev.retsu.lock.internal.term.IdleWait",
+          "dev.retsu.lock.internal.term.IdleWait$CutShort",
           "org.postgresql.jdbc.PgConnection$AbortCommand");
 
   private WarmUp() {}

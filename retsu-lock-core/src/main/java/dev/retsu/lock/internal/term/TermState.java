@@ -94,7 +94,7 @@ public final class TermState implements LeaderContext {
     // here where its pending bytes can be counted: a FATAL is among them; a bare EOF or reset is
     // read for by the worker's socket wait, the task's statements and the watchdog.
     PgSession.Evidence evidence = session.probe(fence().nanosLeft(), false);
-    if (Thread.currentThread() != worker.thread) {
+    if (Thread.currentThread() != worker.thread()) {
       session.proofs().foreignCall(); // the worker leaves the socket to this thread for a while
     }
     if (evidence == null) {
