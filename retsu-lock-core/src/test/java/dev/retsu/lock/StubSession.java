@@ -1,10 +1,10 @@
 package dev.retsu.lock;
 
 import dev.retsu.lock.internal.TimeSource;
-import dev.retsu.lock.internal.session.PgSession;
 import dev.retsu.lock.internal.session.Proofs;
 import dev.retsu.lock.internal.session.Session;
 import dev.retsu.lock.internal.session.SessionId;
+import dev.retsu.lock.internal.session.SessionIo;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -24,7 +24,7 @@ import java.util.function.BooleanSupplier;
  * test shares with its task and listeners, as are the keys it unlocks. Tokens increase across all
  * stub sessions. Thread-safe.
  */
-final class StubSession implements Session {
+final class StubSession implements Session, SessionIo {
 
   private static final AtomicLong XID = new AtomicLong(1_000);
 
@@ -124,7 +124,12 @@ final class StubSession implements Session {
   }
 
   @Override
-  public void held(Collection<LockKey> taken) {
+  public SessionIo io() {
+    return this;
+  }
+
+  /** Records keys as held (a grant outside {@link #tryLock}). */
+  void held(Collection<LockKey> taken) {
     keys.addAll(taken);
   }
 
@@ -186,8 +191,8 @@ final class StubSession implements Session {
   }
 
   @Override
-  public PgSession.Evidence probe(long maxWaitNanos, boolean readSocket) {
-    return open.get() ? PgSession.Evidence.QUIET : PgSession.Evidence.ENDED;
+  public SessionIo.Evidence probe(long maxWaitNanos, boolean readSocket) {
+    return open.get() ? SessionIo.Evidence.QUIET : SessionIo.Evidence.ENDED;
   }
 
   @Override
@@ -208,11 +213,6 @@ final class StubSession implements Session {
   @Override
   public boolean repairAutocommit() {
     return false;
-  }
-
-  @Override
-  public void tokenTaken(FencingToken token) {
-    throw new UnsupportedOperationException("no WAIT grant on a stub session");
   }
 
   @Override

@@ -14,6 +14,7 @@ import dev.retsu.lock.internal.session.Proofs;
 import dev.retsu.lock.internal.session.Refusals;
 import dev.retsu.lock.internal.session.SelfFence;
 import dev.retsu.lock.internal.session.SessionGuard;
+import dev.retsu.lock.internal.session.SessionIo;
 import dev.retsu.lock.internal.session.SessionTerminator;
 import dev.retsu.lock.internal.session.SuspectSql;
 import dev.retsu.lock.internal.term.ReleasePolicy;
@@ -74,7 +75,8 @@ public final class WarmUp {
           Diagnostics.class,
           Refusals.class,
           PgSession.class,
-          PgSession.Evidence.class,
+          SessionIo.class,
+          SessionIo.Evidence.class,
           PgSession.Transaction.class,
           SessionTerminator.class,
           MessageFormatter.class,

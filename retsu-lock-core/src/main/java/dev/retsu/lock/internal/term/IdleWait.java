@@ -2,9 +2,9 @@ package dev.retsu.lock.internal.term;
 
 import dev.retsu.lock.LossReason;
 import dev.retsu.lock.internal.TimeSource;
-import dev.retsu.lock.internal.session.PgSession;
 import dev.retsu.lock.internal.session.Proofs;
 import dev.retsu.lock.internal.session.Session;
+import dev.retsu.lock.internal.session.SessionIo;
 import java.sql.SQLException;
 import java.util.Queue;
 import java.util.function.BooleanSupplier;
@@ -41,6 +41,7 @@ final class IdleWait {
   static final long WATCH_NANOS = 1_000_000L;
 
   private final Session session;
+  private final SessionIo io;
   private final TimeSource time;
   private final BooleanSupplier closing;
   private final Wakeup wakeup;
@@ -54,6 +55,7 @@ final class IdleWait {
 
   IdleWait(WorkerParts parts, TermEnd ends, Queue<Runnable> jobs) {
     this.session = parts.session();
+    this.io = session.io();
     this.time = parts.options().time();
     this.closing = parts.closing();
     this.wakeup = parts.wakeup();
@@ -86,7 +88,7 @@ final class IdleWait {
       readIfUnread(); // another thread works on the session: leave the socket to it
     } else {
       try {
-        if (session.awaitEvent(IDLE_READ_MILLIS)) {
+        if (io.awaitEvent(IDLE_READ_MILLIS)) {
           return;
         }
       } catch (SQLException e) {
@@ -94,7 +96,7 @@ final class IdleWait {
         return;
       }
     }
-    waitOutSlice(now, slice, !foreign && session.countsPendingBytes());
+    waitOutSlice(now, slice, !foreign && io.countsPendingBytes());
     task.clearOwnInterrupt();
   }
 
@@ -111,12 +113,12 @@ final class IdleWait {
         return;
       }
       if (watch) {
-        PgSession.Evidence seen = session.probe(0, false); // null: a thread is using the session
-        if (seen == PgSession.Evidence.ENDED) {
+        SessionIo.Evidence seen = io.probe(0, false); // null: a thread is using the session
+        if (seen == SessionIo.Evidence.ENDED) {
           readEnd();
           return;
         }
-        watch = seen != PgSession.Evidence.PENDING; // a notice: the next slice's read takes it
+        watch = seen != SessionIo.Evidence.PENDING; // a notice: the next slice's read takes it
       }
       rest = slice - (time.nanoTime() - start);
     }
@@ -125,8 +127,8 @@ final class IdleWait {
   /** Reads the end the watch saw, so the terms end with the server's own error as the cause. */
   private void readEnd() {
     try {
-      if (!session.awaitEvent(IDLE_READ_MILLIS) && ends.endReason() == null && session.isOpen()) {
-        ends.evidence(PgSession.Evidence.ENDED); // it cannot be read here (a transaction is open)
+      if (!io.awaitEvent(IDLE_READ_MILLIS) && ends.endReason() == null && session.isOpen()) {
+        ends.evidence(SessionIo.Evidence.ENDED); // it cannot be read here (a transaction is open)
       }
     } catch (SQLException e) {
       endedWhileWaiting(e);
@@ -146,15 +148,15 @@ final class IdleWait {
    * session (never queues ahead of a user thread): at most a millisecond on the socket.
    */
   void readIfUnread() {
-    if (!session.proofs().unreadFor(SLICE_NANOS) || !session.tryLockIo()) {
+    if (!session.proofs().unreadFor(SLICE_NANOS) || !io.tryLockIo()) {
       return;
     }
     try {
       if (ends.endReason() == null && session.isOpen()) {
-        ends.evidence(session.probe(0, true));
+        ends.evidence(io.probe(0, true));
       }
     } finally {
-      session.unlockIo();
+      io.unlockIo();
     }
   }
 

@@ -167,29 +167,29 @@ public final class SessionWatchdog implements Runnable {
    * A heartbeat while a listener is in {@code onLost}; skipped if another thread uses the session.
    */
   private static void proveWhileListening(SessionWorker w) {
-    if (!w.session().tryLockIo()) {
+    if (!w.session().io().tryLockIo()) {
       return;
     }
     try {
-      if (w.session().isOpen() && w.session().canProveNow()) {
+      if (w.session().isOpen() && w.session().io().canProveNow()) {
         w.prove();
       }
     } finally {
-      w.session().unlockIo();
+      w.session().io().unlockIo();
     }
   }
 
   /** A heartbeat while the refresh works outside the database; skipped if it uses the session. */
   private static void proveWhileTaskIdle(SessionWorker w) {
-    if (!w.session().tryLockIo()) {
+    if (!w.session().io().tryLockIo()) {
       return; // the refresh is using the session, or a thread waits for it: their round trip
     }
     try {
-      if (w.endReason() == null && w.session().canProveNow()) {
+      if (w.endReason() == null && w.session().io().canProveNow()) {
         w.prove();
       }
     } finally {
-      w.session().unlockIo();
+      w.session().io().unlockIo();
     }
   }
 }

@@ -4,8 +4,8 @@ import dev.retsu.lock.LeaderTask;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.LossReason;
 import dev.retsu.lock.Term;
-import dev.retsu.lock.internal.session.PgSession;
 import dev.retsu.lock.internal.session.Session;
+import dev.retsu.lock.internal.session.SessionIo;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -91,7 +91,7 @@ public final class SessionWorker {
     this.ends = new TermEnd(parts);
     this.refreshes = new TermRefresh(parts, ends);
     this.idle = new IdleWait(parts, ends, jobs);
-    session.listen(ends); // what the session finds ends terms
+    session.io().listen(ends); // what the session finds ends terms
   }
 
   /**
@@ -292,7 +292,7 @@ public final class SessionWorker {
   }
 
   /** Acts on what a probe of the session's socket found (a term's {@code ensureLeader}). */
-  void evidence(PgSession.Evidence found) {
+  void evidence(SessionIo.Evidence found) {
     ends.evidence(found);
   }
 

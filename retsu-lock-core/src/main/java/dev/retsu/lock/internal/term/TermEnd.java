@@ -2,9 +2,9 @@ package dev.retsu.lock.internal.term;
 
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.LossReason;
-import dev.retsu.lock.internal.session.PgSession;
 import dev.retsu.lock.internal.session.ProofException;
 import dev.retsu.lock.internal.session.Session;
+import dev.retsu.lock.internal.session.SessionIo;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.Set;
@@ -25,7 +25,7 @@ import org.slf4j.LoggerFactory;
  * step), and through its finish part who is telling listeners and whether the session is finished.
  * Thread-safe.
  */
-final class TermEnd implements Session.Listener {
+final class TermEnd implements SessionIo.Listener {
 
   private static final Logger LOG = LoggerFactory.getLogger(TermEnd.class);
 
@@ -196,13 +196,13 @@ final class TermEnd implements Session.Listener {
    * Acts on what a probe of the socket found: the session's end ends its terms; anything else
    * pending is read by a proof. Call with the I/O lock free or held by the caller.
    */
-  void evidence(PgSession.Evidence found) {
-    if (found == PgSession.Evidence.ENDED) {
+  void evidence(SessionIo.Evidence found) {
+    if (found == SessionIo.Evidence.ENDED) {
       endSession(
           LossReason.SESSION_LOST,
           new SQLException("The server ended the session (seen on its socket)", "08006"),
           false);
-    } else if (found == PgSession.Evidence.PENDING) {
+    } else if (found == SessionIo.Evidence.PENDING) {
       prove();
     }
   }
