@@ -118,8 +118,8 @@ final class StubSession implements Session, SessionIo {
     return open.get();
   }
 
-  @Override
-  public Set<LockKey> keys() {
+  /** The keys it holds. */
+  Set<LockKey> keys() {
     return Set.copyOf(keys);
   }
 

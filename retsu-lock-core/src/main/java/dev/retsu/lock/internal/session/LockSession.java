@@ -96,7 +96,7 @@ public final class LockSession implements Session, SessionIo {
     return open.get();
   }
 
-  @Override
+  /** The keys it holds, as far as the library knows. */
   public Set<LockKey> keys() {
     return Set.copyOf(keys);
   }

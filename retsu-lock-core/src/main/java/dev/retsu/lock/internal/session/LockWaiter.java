@@ -145,7 +145,7 @@ public final class LockWaiter implements AutoCloseable {
    * @throws AdvisoryLockException if the session failed, was closed or the thread was interrupted
    *     (the session is ended; an interrupt stays set)
    */
-  public Optional<Session> await() {
+  public Optional<LockSession> await() {
     Wait w;
     try {
       w = session.call(this::waitOnce);
@@ -302,7 +302,7 @@ public final class LockWaiter implements AutoCloseable {
     return preferredAtGrant;
   }
 
-  private Optional<Session> granted(Wait w) {
+  private Optional<LockSession> granted(Wait w) {
     int pid = w.pid();
     boolean inRecovery = w.inRecovery();
     boolean alreadyHeld = w.alreadyHeld();

@@ -27,9 +27,6 @@ public interface Session {
   /** Whether it has not been ended yet. */
   boolean isOpen();
 
-  /** The keys it holds, as far as the library knows. */
-  Set<LockKey> keys();
-
   /** A guarded view for one holder; fails with 08003 once {@code over} holds. */
   Connection view(BooleanSupplier over);
 
