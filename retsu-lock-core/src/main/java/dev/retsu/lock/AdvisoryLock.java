@@ -6,7 +6,6 @@ import dev.retsu.lock.internal.TimeSource;
 import dev.retsu.lock.internal.session.LockSession;
 import dev.retsu.lock.internal.session.LockWaiter;
 import dev.retsu.lock.internal.session.Notices;
-import dev.retsu.lock.internal.session.Session;
 import dev.retsu.lock.internal.session.SessionOpener;
 import dev.retsu.lock.internal.session.SessionTerminator;
 import dev.retsu.lock.internal.watch.Holders;
@@ -204,7 +203,7 @@ public final class AdvisoryLock {
   public Optional<AdvisoryLockLease> acquire(Duration maxWait) {
     Checks.atLeast("maxWait", maxWait, Duration.ofMillis(10));
     try (LockWaiter waiter = LockWaiter.open(spec, maxWait)) {
-      Optional<Session> s = waiter.await();
+      Optional<LockSession> s = waiter.await();
       return s.isEmpty() ? Optional.empty() : Optional.of(new AdvisoryLockLease(this, s.get()));
     }
   }

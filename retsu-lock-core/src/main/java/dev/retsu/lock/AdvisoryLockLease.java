@@ -1,7 +1,7 @@
 package dev.retsu.lock;
 
+import dev.retsu.lock.internal.session.LockSession;
 import dev.retsu.lock.internal.session.ProofException;
-import dev.retsu.lock.internal.session.Session;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Instant;
@@ -35,11 +35,11 @@ public final class AdvisoryLockLease implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(AdvisoryLockLease.class);
 
   private final AdvisoryLock lock;
-  private final Session session;
+  private final LockSession session;
   private final Connection view;
   private final Instant acquiredAt = Instant.now();
 
-  AdvisoryLockLease(AdvisoryLock lock, Session session) {
+  AdvisoryLockLease(AdvisoryLock lock, LockSession session) {
     this.lock = lock;
     this.session = session;
     this.view = session.view(() -> !session.isOpen());
@@ -225,7 +225,7 @@ public final class AdvisoryLockLease implements AutoCloseable {
   }
 
   /** The session (tests read it). */
-  Session session() {
+  LockSession session() {
     return session;
   }
 

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.retsu.lock.internal.session.Refusals;
+import dev.retsu.lock.internal.term.StubSession;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.List;

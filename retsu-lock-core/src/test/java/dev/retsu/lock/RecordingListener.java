@@ -6,11 +6,11 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.stream.Collectors;
 
 /** Records every listener call, for assertions. */
-final class RecordingListener implements LeaderListener {
+public final class RecordingListener implements LeaderListener {
 
-  record Event(String kind, Term term, Object detail, Throwable error, String thread) {}
+  public record Event(String kind, Term term, Object detail, Throwable error, String thread) {}
 
-  final List<Event> events = new CopyOnWriteArrayList<>();
+  public final List<Event> events = new CopyOnWriteArrayList<>();
 
   @Override
   public void onAttempt(AttemptResult result, Duration duration, Throwable error) {
@@ -37,19 +37,19 @@ final class RecordingListener implements LeaderListener {
     events.add(new Event("lost", term, reason, cause, Thread.currentThread().getName()));
   }
 
-  List<Event> of(String kind) {
+  public List<Event> of(String kind) {
     return events.stream().filter(e -> e.kind().equals(kind)).collect(Collectors.toList());
   }
 
-  List<Term> acquired() {
+  public List<Term> acquired() {
     return of("acquired").stream().map(Event::term).collect(Collectors.toList());
   }
 
-  List<LossReason> lossReasons() {
+  public List<LossReason> lossReasons() {
     return of("lost").stream().map(e -> (LossReason) e.detail()).collect(Collectors.toList());
   }
 
-  List<String> kinds() {
+  public List<String> kinds() {
     return events.stream().map(Event::kind).collect(Collectors.toList());
   }
 }

@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 import dev.retsu.lock.internal.loop.LoopSettings;
 import dev.retsu.lock.internal.session.LockWaiter;
 import dev.retsu.lock.internal.session.PgSession;
+import dev.retsu.lock.internal.session.SessionIo;
 import dev.retsu.lock.testing.FaultProxy;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
@@ -67,10 +68,10 @@ class SessionProbeIntegrationTest {
   void aLiveQuietSessionReadsQuietAndATerminatedOneEnded(TestDatabase db) throws Exception {
     try (Connection c = db.connect()) {
       int pid = pid(c);
-      assertThat(PgSession.probe(c)).isEqualTo(PgSession.Evidence.QUIET);
+      assertThat(PgSession.probe(c)).isEqualTo(SessionIo.Evidence.QUIET);
       db.terminateBackend(pid);
       await().atMost(WITHIN).until(() -> !db.backendExists(pid));
-      assertThat(PgSession.probe(c)).isEqualTo(PgSession.Evidence.ENDED);
+      assertThat(PgSession.probe(c)).isEqualTo(SessionIo.Evidence.ENDED);
     }
   }
 
@@ -83,9 +84,9 @@ class SessionProbeIntegrationTest {
     try (Connection c = db.connect()) {
       int pid = pid(c);
       assertThat(PgSession.countsPendingBytes(c)).isTrue();
-      assertThat(PgSession.probe(c, false)).isEqualTo(PgSession.Evidence.QUIET);
+      assertThat(PgSession.probe(c, false)).isEqualTo(SessionIo.Evidence.QUIET);
       db.terminateBackend(pid);
-      await().atMost(WITHIN).until(() -> PgSession.probe(c, false) == PgSession.Evidence.ENDED);
+      await().atMost(WITHIN).until(() -> PgSession.probe(c, false) == SessionIo.Evidence.ENDED);
     }
     try (FaultProxy proxy = FaultProxy.inFrontOf(db.jdbcUrl())) {
       PGSimpleDataSource viaProxy = db.dataSource();
@@ -97,8 +98,8 @@ class SessionProbeIntegrationTest {
         await().atMost(WITHIN).until(() -> !db.backendExists(pid));
         assertThat(PgSession.probe(c, false))
             .as("a reset is no pending byte")
-            .isEqualTo(PgSession.Evidence.QUIET);
-        assertThat(PgSession.probe(c, true)).isEqualTo(PgSession.Evidence.ENDED);
+            .isEqualTo(SessionIo.Evidence.QUIET);
+        assertThat(PgSession.probe(c, true)).isEqualTo(SessionIo.Evidence.ENDED);
       } finally {
         c.abort(Runnable::run); // a close would write a Terminate to the reset socket and fail
       }
@@ -114,10 +115,10 @@ class SessionProbeIntegrationTest {
         s.execute("SELECT 1");
       }
       assertThat(PgSession.transaction(c)).isEqualTo(PgSession.Transaction.OPEN);
-      assertThat(PgSession.probe(c)).isEqualTo(PgSession.Evidence.QUIET);
+      assertThat(PgSession.probe(c)).isEqualTo(SessionIo.Evidence.QUIET);
       db.terminateBackend(pid);
       await().atMost(WITHIN).until(() -> !db.backendExists(pid));
-      assertThat(PgSession.probe(c)).isEqualTo(PgSession.Evidence.ENDED);
+      assertThat(PgSession.probe(c)).isEqualTo(SessionIo.Evidence.ENDED);
     }
   }
 
@@ -131,7 +132,7 @@ class SessionProbeIntegrationTest {
       try (Statement s = other.createStatement()) {
         s.execute("NOTIFY retsu_probe, 'x'");
       }
-      await().atMost(WITHIN).until(() -> PgSession.probe(c) == PgSession.Evidence.PENDING);
+      await().atMost(WITHIN).until(() -> PgSession.probe(c) == SessionIo.Evidence.PENDING);
       // A round trip reads it; the session is fine.
       assertThat(pid(c)).isPositive();
     }

@@ -3,6 +3,7 @@ package dev.retsu.lock;
 import dev.retsu.lock.internal.loop.LoopSettings;
 import dev.retsu.lock.internal.loop.Standby;
 import dev.retsu.lock.internal.session.Session;
+import dev.retsu.lock.internal.term.StubSession;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Optional;

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import dev.retsu.lock.internal.term.StubSession;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.List;

@@ -6,6 +6,7 @@ import dev.retsu.lock.AdvisoryLock;
 import dev.retsu.lock.AdvisoryLockLease;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.internal.session.PgSession;
+import dev.retsu.lock.internal.session.SessionIo;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -151,7 +152,7 @@ public class LockBenchmarks {
    * @return what the socket showed
    */
   @Benchmark
-  public PgSession.Evidence ensureLeaderSocketProbe(Quiet s) {
+  public SessionIo.Evidence ensureLeaderSocketProbe(Quiet s) {
     return PgSession.probe(s.connection);
   }
 

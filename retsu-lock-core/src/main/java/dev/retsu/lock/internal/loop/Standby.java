@@ -7,6 +7,7 @@ import dev.retsu.lock.LossReason;
 import dev.retsu.lock.TakeoverMode;
 import dev.retsu.lock.Term;
 import dev.retsu.lock.UnsafeSessionException;
+import dev.retsu.lock.internal.session.LockSession;
 import dev.retsu.lock.internal.session.LockWaiter;
 import dev.retsu.lock.internal.session.Session;
 import dev.retsu.lock.internal.session.SessionOpener;
@@ -100,13 +101,14 @@ public final class Standby implements AutoCloseable {
       WarmUp.leaderPath(); // before the wait whose grant must be fast
     }
     try {
-      Optional<Session> granted = w.await();
-      if (granted.isPresent()) {
-        waiter = null; // its session now belongs to the term
-        graceful = w.previousEndedGracefully();
-        preferredAtGrant = w.preferredWaitingAtGrant();
+      Optional<LockSession> granted = w.await();
+      if (granted.isEmpty()) {
+        return Optional.empty();
       }
-      return granted;
+      waiter = null; // its session now belongs to the term
+      graceful = w.previousEndedGracefully();
+      preferredAtGrant = w.preferredWaitingAtGrant();
+      return Optional.of(granted.get());
     } catch (AdvisoryLockException e) {
       waiter = null; // the waiter ended its session
       throw e;

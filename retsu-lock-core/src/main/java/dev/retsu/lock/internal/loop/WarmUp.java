@@ -14,6 +14,7 @@ import dev.retsu.lock.internal.session.Proofs;
 import dev.retsu.lock.internal.session.Refusals;
 import dev.retsu.lock.internal.session.SelfFence;
 import dev.retsu.lock.internal.session.SessionGuard;
+import dev.retsu.lock.internal.session.SessionIo;
 import dev.retsu.lock.internal.session.SessionTerminator;
 import dev.retsu.lock.internal.session.SuspectSql;
 import dev.retsu.lock.internal.term.ReleasePolicy;
@@ -74,7 +75,8 @@ public final class WarmUp {
           Diagnostics.class,
           Refusals.class,
           PgSession.class,
-          PgSession.Evidence.class,
+          SessionIo.class,
+          SessionIo.Evidence.class,
           PgSession.Transaction.class,
           SessionTerminator.class,
           MessageFormatter.class,
@@ -95,7 +97,14 @@ public final class WarmUp {
           "org.slf4j.helpers.NormalizedParameters",
           "dev.retsu.lock.internal.session.GuardHooks",
           "dev.retsu.lock.internal.session.OwnershipProof",
-          "dev.retsu.lock.internal.term.TermFinish$Parts",
+          "dev.retsu.lock.internal.term.WorkerParts",
+          "dev.retsu.lock.internal.term.RunningTask",
+          "dev.retsu.lock.internal.term.TermEnd",
+          "dev.retsu.lock.internal.term.TermEnd$SessionEnd",
+          "dev.retsu.lock.internal.term.TermFinish",
+          "dev.retsu.lock.internal.term.TermRefresh",
+          "dev.retsu.lock.internal.term.IdleWait",
+          "dev.retsu.lock.internal.term.IdleWait$CutShort",
           "org.postgresql.jdbc.PgConnection$AbortCommand");
 
   private WarmUp() {}

@@ -24,7 +24,7 @@ final class GuardHooks implements SessionGuard.Hooks {
 
   @Override
   public void enter() throws SQLException {
-    session.io().lock();
+    session.ioLock().lock();
     try {
       if (!session.isOpen() || over.getAsBoolean()) {
         throw session.closed();
@@ -41,7 +41,7 @@ final class GuardHooks implements SessionGuard.Hooks {
       }
       session.proofs().touched();
     } catch (SQLException | RuntimeException | Error e) {
-      session.io().unlock();
+      session.ioLock().unlock();
       throw e;
     }
   }
@@ -58,7 +58,7 @@ final class GuardHooks implements SessionGuard.Hooks {
         session.proofs().foreignCall();
       }
     } finally {
-      session.io().unlock();
+      session.ioLock().unlock();
     }
   }
 

@@ -39,7 +39,7 @@ import org.slf4j.LoggerFactory;
  * <p>What it finds, it reports to its {@link Listener} on the calling thread, with the I/O lock
  * held. Thread-safe.
  */
-public final class LockSession implements Session {
+public final class LockSession implements Session, SessionIo {
 
   private static final Logger LOG = LoggerFactory.getLogger(LockSession.class);
 
@@ -87,11 +87,16 @@ public final class LockSession implements Session {
   }
 
   @Override
+  public SessionIo io() {
+    return this;
+  }
+
+  @Override
   public boolean isOpen() {
     return open.get();
   }
 
-  @Override
+  /** The keys it holds, as far as the library knows. */
   public Set<LockKey> keys() {
     return Set.copyOf(keys);
   }
@@ -101,7 +106,6 @@ public final class LockSession implements Session {
    *
    * @param taken the keys
    */
-  @Override
   public void held(Collection<LockKey> taken) {
     keys.addAll(taken);
   }
@@ -170,7 +174,7 @@ public final class LockSession implements Session {
     token.settingsReapplied();
   }
 
-  ReentrantLock io() {
+  ReentrantLock ioLock() {
     return io;
   }
 
@@ -200,7 +204,7 @@ public final class LockSession implements Session {
   }
 
   @Override
-  public PgSession.Evidence probe(long maxWaitNanos, boolean readSocket) {
+  public Evidence probe(long maxWaitNanos, boolean readSocket) {
     return socket.probe(maxWaitNanos, readSocket);
   }
 
@@ -249,7 +253,6 @@ public final class LockSession implements Session {
    *
    * @param token the token taken once the key was granted
    */
-  @Override
   public void tokenTaken(FencingToken token) {
     this.token.taken(token);
   }

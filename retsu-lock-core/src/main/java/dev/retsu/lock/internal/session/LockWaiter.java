@@ -40,7 +40,7 @@ public final class LockWaiter implements AutoCloseable {
   private static final int OWN_NOTICE_MILLIS = 1000;
 
   private final SessionOpener.Spec spec;
-  private final Session session;
+  private final LockSession session;
   private final Duration waitTimeout;
   private final String originalLockTimeout;
   private final String originalStatementTimeout;
@@ -74,7 +74,7 @@ public final class LockWaiter implements AutoCloseable {
 
   private LockWaiter(
       SessionOpener.Spec spec,
-      Session session,
+      LockSession session,
       Duration waitTimeout,
       String lockTimeout,
       String statementTimeout,
@@ -116,7 +116,7 @@ public final class LockWaiter implements AutoCloseable {
    * @throws AdvisoryLockException when it cannot be opened or is refused
    */
   public static LockWaiter open(SessionOpener.Spec spec, Duration waitTimeout, boolean listen) {
-    Session s = SessionOpener.open(spec);
+    LockSession s = SessionOpener.open(spec);
     try {
       WaitArming.Armed armed = s.call(c -> WaitArming.arm(spec, c, waitTimeout, listen));
       return new LockWaiter(
@@ -145,7 +145,7 @@ public final class LockWaiter implements AutoCloseable {
    * @throws AdvisoryLockException if the session failed, was closed or the thread was interrupted
    *     (the session is ended; an interrupt stays set)
    */
-  public Optional<Session> await() {
+  public Optional<LockSession> await() {
     Wait w;
     try {
       w = session.call(this::waitOnce);
@@ -302,7 +302,7 @@ public final class LockWaiter implements AutoCloseable {
     return preferredAtGrant;
   }
 
-  private Optional<Session> granted(Wait w) {
+  private Optional<LockSession> granted(Wait w) {
     int pid = w.pid();
     boolean inRecovery = w.inRecovery();
     boolean alreadyHeld = w.alreadyHeld();

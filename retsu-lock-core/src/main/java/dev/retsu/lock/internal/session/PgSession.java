@@ -1,5 +1,6 @@
 package dev.retsu.lock.internal.session;
 
+import dev.retsu.lock.internal.session.SessionIo.Evidence;
 import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
@@ -32,18 +33,6 @@ import org.postgresql.core.TransactionState;
  * Thread-safe otherwise (stateless).
  */
 public final class PgSession {
-
-  /** What a probe found on the socket. */
-  public enum Evidence {
-    /** Nothing pending: the session has not told the client anything. */
-    QUIET,
-    /** An asynchronous message is pending (notification, notice, parameter status). */
-    PENDING,
-    /** The session ended: a FATAL, EOF or RST is on the socket, or the socket is closed. */
-    ENDED,
-    /** The probe cannot read this connection's socket (no pgjdbc, or its internals differ). */
-    UNKNOWN
-  }
 
   /** The session's transaction state as pgjdbc tracks it. */
   public enum Transaction {

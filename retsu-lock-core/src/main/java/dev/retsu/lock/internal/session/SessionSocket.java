@@ -73,20 +73,20 @@ final class SessionSocket {
    *
    * @return the evidence, or null if the session stayed busy for {@code maxWaitNanos}
    */
-  public PgSession.Evidence probe(long maxWaitNanos, boolean readSocket) {
+  public SessionIo.Evidence probe(long maxWaitNanos, boolean readSocket) {
     if (!tryLock(maxWaitNanos)) {
       return null;
     }
     try {
       if (!open.get() || endSeen) {
-        return PgSession.Evidence.ENDED;
+        return SessionIo.Evidence.ENDED;
       }
       boolean reads = readSocket || !countsPendingBytes;
-      PgSession.Evidence evidence = PgSession.probe(conn, reads);
+      SessionIo.Evidence evidence = PgSession.probe(conn, reads);
       if (reads) {
         proofs.read();
       }
-      if (evidence == PgSession.Evidence.ENDED) {
+      if (evidence == SessionIo.Evidence.ENDED) {
         endSeen = true; // an EOF is not counted as a pending byte: keep what was seen
       }
       return evidence;

@@ -61,7 +61,7 @@ public final class SessionWatchdog implements Runnable {
 
   /** Watches a worker's session from now on, until it is finished. */
   public void watch(SessionWorker worker) {
-    worker.watchdog = this;
+    worker.watchedBy(this);
     watched.add(worker);
     wake();
   }
@@ -82,7 +82,7 @@ public final class SessionWatchdog implements Runnable {
     while (!stopped) {
       long next = Long.MAX_VALUE;
       for (SessionWorker w : watched) {
-        if (w.ended() && w.running == null && w.done.getCount() == 0) {
+        if (w.finishedAndIdle()) {
           // Finished: not before, so that a listener's onLost before the release is still watched.
           watched.remove(w);
         } else {
@@ -98,8 +98,8 @@ public final class SessionWatchdog implements Runnable {
 
   /** One session's duties now; returns when they are next due (monotonic). */
   private long check(SessionWorker w) {
-    Proofs proofs = w.session.proofs();
-    if (!w.session.isOpen()) {
+    Proofs proofs = w.session().proofs();
+    if (!w.session().isOpen()) {
       return Long.MAX_VALUE; // released already (a timed-out refresh may still be running)
     }
     if (w.endReason() == null && proofs.fence().expired()) {
@@ -108,29 +108,28 @@ public final class SessionWatchdog implements Runnable {
     }
     long now = time.nanoTime();
     long next = proofs.fence().deadline();
-    LossReason ending = w.endReason();
-    if (w.telling != null && (ending == null || w.policy.unlocks(ending))) {
+    if (w.tellingBeforeRelease()) {
       return whileTelling(w, now);
     }
-    TermState t = w.running;
-    long deadline = w.taskDeadline;
+    TermState t = w.running();
+    long deadline = w.taskDeadline();
     if (t == null || deadline == Long.MAX_VALUE) {
       return next;
     }
-    long closeTimeout = w.options.closeTimeout().toNanos();
+    long closeTimeout = w.options().closeTimeout().toNanos();
     if (now - deadline >= 0 && !t.ended()) {
       w.refreshTimedOut(t);
-    } else if (now - deadline - closeTimeout >= 0 && w.running == t) {
+    } else if (now - deadline - closeTimeout >= 0 && w.running() == t) {
       w.endSession(
           LossReason.SELF_FENCED,
           new TimeoutException(
-              "A refresh ignored its interrupt for closeTimeout " + w.options.closeTimeout()),
+              "A refresh ignored its interrupt for closeTimeout " + w.options().closeTimeout()),
           true);
       return Long.MAX_VALUE;
     } else if (now - proofs.nextHeartbeat() >= 0 || proofs.ownershipDue()) {
       proveWhileTaskIdle(w);
       now = time.nanoTime();
-      next = Math.min(next, now + w.options.heartbeatInterval().toNanos() / 4);
+      next = Math.min(next, now + w.options().heartbeatInterval().toNanos() / 4);
     } else if (!time.simulated()) {
       w.readIfUnread(); // a bare EOF or reset, while the task works outside the session
       now = time.nanoTime();
@@ -149,9 +148,9 @@ public final class SessionWatchdog implements Runnable {
    * with an ERROR, so a listener that hangs cannot hold the key forever.
    */
   private long whileTelling(SessionWorker w, long now) {
-    Proofs proofs = w.session.proofs();
-    long closeTimeout = w.options.closeTimeout().toNanos();
-    long since = w.tellingSince;
+    Proofs proofs = w.session().proofs();
+    long closeTimeout = w.options().closeTimeout().toNanos();
+    long since = w.tellingSince();
     if (now - since - closeTimeout >= 0) {
       w.abortIfAListenerHangs();
       return Long.MAX_VALUE;
@@ -168,29 +167,29 @@ public final class SessionWatchdog implements Runnable {
    * A heartbeat while a listener is in {@code onLost}; skipped if another thread uses the session.
    */
   private static void proveWhileListening(SessionWorker w) {
-    if (!w.session.tryLockIo()) {
+    if (!w.session().io().tryLockIo()) {
       return;
     }
     try {
-      if (w.session.isOpen() && w.session.canProveNow()) {
+      if (w.session().isOpen() && w.session().io().canProveNow()) {
         w.prove();
       }
     } finally {
-      w.session.unlockIo();
+      w.session().io().unlockIo();
     }
   }
 
   /** A heartbeat while the refresh works outside the database; skipped if it uses the session. */
   private static void proveWhileTaskIdle(SessionWorker w) {
-    if (!w.session.tryLockIo()) {
+    if (!w.session().io().tryLockIo()) {
       return; // the refresh is using the session, or a thread waits for it: their round trip
     }
     try {
-      if (w.endReason() == null && w.session.canProveNow()) {
+      if (w.endReason() == null && w.session().io().canProveNow()) {
         w.prove();
       }
     } finally {
-      w.session.unlockIo();
+      w.session().io().unlockIo();
     }
   }
 }

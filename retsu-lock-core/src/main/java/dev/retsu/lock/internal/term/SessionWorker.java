@@ -4,14 +4,11 @@ import dev.retsu.lock.LeaderTask;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.LossReason;
 import dev.retsu.lock.Term;
-import dev.retsu.lock.internal.TimeSource;
-import dev.retsu.lock.internal.session.PgSession;
-import dev.retsu.lock.internal.session.Proofs;
 import dev.retsu.lock.internal.session.Session;
-import java.sql.SQLException;
+import dev.retsu.lock.internal.session.SessionIo;
 import java.time.Duration;
 import java.util.Map;
-import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.function.BooleanSupplier;
 import org.slf4j.Logger;
@@ -25,32 +22,45 @@ import org.slf4j.LoggerFactory;
  * because the wait is a read on the session's own socket; while user code on another thread uses
  * the session, the worker leaves the socket to it and reads it once per slice instead.
  *
- * <p>How one refresh runs is {@link TermRefresh}'s; how terms end is {@link TermEnd}'s; the
- * watchdog's duties are {@link SessionWatchdog}'s. The only difference between the recipes is the
- * {@link ReleasePolicy}. Thread-safe: {@link #run} on one thread; everything else from any.
+ * <p>The worker is its parts, each owning its state: how one refresh runs is {@link TermRefresh}'s;
+ * the idle wait is {@link IdleWait}'s; how terms end (claim, interrupt, await, {@code onLost}, the
+ * release) is {@link TermEnd}'s; the thread and the refresh running on it are {@link
+ * RunningTask}'s. The watchdog's duties are {@link SessionWatchdog}'s, which asks this worker
+ * through its methods. The only difference between the recipes is the {@link ReleasePolicy}.
+ * Thread-safe: {@link #run} on one thread; everything else from any.
  */
-public final class SessionWorker extends TermRefresh {
+public final class SessionWorker {
 
   private static final Logger LOG = LoggerFactory.getLogger(SessionWorker.class);
 
   /** One idle slice: a read on the socket, then a wait on the wakeup for the rest. */
   public static final int IDLE_SLICE_MILLIS = 10;
 
-  static final long SLICE_NANOS = IDLE_SLICE_MILLIS * 1_000_000L;
+  /** What the recipe hears from a worker. */
+  public interface Owner {
+    /** Hears nothing. */
+    Owner NONE = new Owner() {};
 
-  /**
-   * The read on the socket at the start of each idle slice, the only part of the slice that holds
-   * the session: a close, a yield or a thread that wants the session waits at most this, not a
-   * whole slice. A FATAL, a notification or a bare EOF that arrives during it ends the wait at
-   * once. Later in the slice, a FATAL on a plain TCP socket is seen within {@link #WATCH_NANOS};
-   * anything else (and everything on an SSL socket) is read at the next slice's start.
-   */
-  static final int IDLE_READ_MILLIS = 1;
+    /**
+     * A term of the session was finished: listeners told, its key released or its session ended.
+     */
+    default void termEnded(TermState t) {}
 
-  /** How often the rest of an idle slice looks at the socket's pending bytes, where it can. */
-  static final long WATCH_NANOS = 1_000_000L;
+    /** The session ended and every term on it was finished. */
+    default void sessionFinished(LossReason reason, Throwable cause) {}
+  }
 
+  private final Session session;
+  private final TermOptions options;
+  private final TermListeners listeners;
+  private final ReleasePolicy policy;
+  private final BooleanSupplier closing;
+  private final Map<LockKey, TermState> terms = new ConcurrentHashMap<>();
   private final ConcurrentLinkedQueue<Runnable> jobs = new ConcurrentLinkedQueue<>();
+  private final RunningTask task = new RunningTask();
+  private final TermEnd ends;
+  private final TermRefresh refreshes;
+  private final IdleWait idle;
   private final Wakeup wakeup;
 
   /**
@@ -70,9 +80,18 @@ public final class SessionWorker extends TermRefresh {
       ReleasePolicy policy,
       Owner owner,
       BooleanSupplier closing) {
-    super(new Parts(session, options, listeners, policy, owner, closing));
+    this.session = session;
+    this.options = options;
+    this.listeners = listeners;
+    this.policy = policy;
+    this.closing = closing;
     this.wakeup = new Wakeup(options.time(), closing);
-    session.listen(this);
+    WorkerParts parts =
+        new WorkerParts(session, options, listeners, policy, owner, closing, terms, task, wakeup);
+    this.ends = new TermEnd(parts);
+    this.refreshes = new TermRefresh(parts, ends);
+    this.idle = new IdleWait(parts, ends, jobs);
+    session.io().listen(ends); // what the session finds ends terms
   }
 
   /**
@@ -102,7 +121,7 @@ public final class SessionWorker extends TermRefresh {
 
   /** The thread running the schedule, or null before it runs. */
   public Thread thread() {
-    return thread;
+    return task.thread();
   }
 
   /**
@@ -122,19 +141,24 @@ public final class SessionWorker extends TermRefresh {
     return terms;
   }
 
+  /** The session. */
+  public Session session() {
+    return session;
+  }
+
+  /** Whether the session has ended (its terms then end too). */
+  public boolean ended() {
+    return ends.ended();
+  }
+
   /** Finishes the terms that ended, now; on the worker's thread only (from a job). */
   public void finishNow() {
-    finishEnded();
+    ends.finishEnded();
   }
 
   /** Runs {@code job} on the worker's thread, between refreshes. */
   public void post(Runnable job) {
     jobs.add(job);
-    wake();
-  }
-
-  @Override
-  void wake() {
     wakeup.wakeAll();
   }
 
@@ -145,15 +169,15 @@ public final class SessionWorker extends TermRefresh {
    * @param task the work of one key's refresh
    */
   public void run(LeaderTask task) {
-    thread = Thread.currentThread();
+    this.task.bindToCurrentThread();
     try {
       while (true) {
-        if (closing.getAsBoolean() || interruptedByCaller()) {
-          endSession(LossReason.CLOSED, null, false); // an interrupt from the caller: a stop
+        if (closing.getAsBoolean() || this.task.interruptedByCaller()) {
+          ends.endSession(LossReason.CLOSED, null, false); // an interrupt from the caller: a stop
         }
-        if (endReason() != null) {
-          if (!finishSession(false)) {
-            awaitOtherFinisher(); // a close finishing on its own thread: bound its listeners
+        if (ends.endReason() != null) {
+          if (!ends.finishSession(false)) {
+            ends.awaitOtherFinisher(); // a close finishing on its own thread: bound its listeners
           }
           return;
         }
@@ -161,19 +185,19 @@ public final class SessionWorker extends TermRefresh {
           return; // its one term is finished or being finished: awaitDone() waits for that
         }
         runJobs();
-        refreshDue(task);
-        finishEnded();
-        if (endReason() == null && session.isOpen()) {
+        refreshes.refreshDue(task);
+        ends.finishEnded();
+        if (ends.endReason() == null && session.isOpen()) {
           maintain();
-          idle();
+          idle.idle(nextDue());
         }
       }
     } catch (RuntimeException | Error e) {
       // A bug of ours: end the session (its terms end, its keys are released) rather than leave
       // keys held by a session nobody serves.
       LOG.error("{} Session worker failed; ending its session", session.id().context(), e);
-      endSession(LossReason.SESSION_LOST, e, false);
-      finishSession(false);
+      ends.endSession(LossReason.SESSION_LOST, e, false);
+      ends.finishSession(false);
       throw e;
     } finally {
       Runnable j;
@@ -193,15 +217,15 @@ public final class SessionWorker extends TermRefresh {
 
   private void runJobs() {
     while (!jobs.isEmpty()) {
-      inJob = true; // before the check: see TermFinish.inJob
+      task.inJob(true); // before the check: see RunningTask.inJob
       try {
         Runnable j;
-        if (endReason() != null || (j = jobs.poll()) == null) {
+        if (ends.endReason() != null || (j = jobs.poll()) == null) {
           return; // jobs left are skipped when run() ends
         }
         j.run();
       } finally {
-        inJob = false;
+        task.inJob(false);
       }
     }
   }
@@ -209,120 +233,124 @@ public final class SessionWorker extends TermRefresh {
   /** The heartbeat: a proof when one is due, after the deadline check. */
   private void maintain() {
     if (session.proofs().fence().expired()) {
-      selfFence();
+      ends.selfFence();
       return;
     }
     long now = options.time().nanoTime();
     if (now - session.proofs().nextHeartbeat() >= 0 || session.proofs().ownershipDue()) {
-      prove();
+      ends.prove();
     }
   }
 
-  /**
-   * Waits until the next refresh or heartbeat, a job, or one slice, whichever comes first: first up
-   * to {@link #IDLE_READ_MILLIS} on the session's socket when it can (what the server sent ends the
-   * terms then), then on the wakeup, which a close, a yield or a job interrupts at once. The socket
-   * read holds the session's I/O lock, so it is kept short: a close releases the lock without
-   * waiting out a slice.
-   */
-  private void idle() {
-    TimeSource time = options.time();
-    long now = time.nanoTime();
+  /** When the next refresh or heartbeat is due (monotonic). */
+  private long nextDue() {
     long next = session.proofs().nextHeartbeat();
     for (TermState t : terms.values()) {
       next = Math.min(next, t.nextRefresh());
     }
-    long wait = next - now;
-    if (wait <= 0 || !jobs.isEmpty()) {
-      return;
-    }
-    if (time.simulated()) {
-      wakeup.await(wait, () -> !jobs.isEmpty() || endReason() != null); // no socket to yield
-      clearOwnInterrupt();
-      return;
-    }
-    long slice = Math.min(wait, SLICE_NANOS);
-    boolean foreign = session.proofs().foreignUseWithin(Proofs.SHARED_FOR_NANOS);
-    if (foreign) {
-      readIfUnread(); // another thread works on the session: leave the socket to it
-    } else {
-      try {
-        if (session.awaitEvent(IDLE_READ_MILLIS)) {
-          return;
-        }
-      } catch (SQLException e) {
-        endedWhileWaiting(e);
-        return;
-      }
-    }
-    waitOutSlice(now, slice, !foreign && session.countsPendingBytes());
-    clearOwnInterrupt();
+    return next;
+  }
+
+  // ---- how terms end, from any thread (see TermEnd) ----
+
+  /** Ends one term from any thread: invalid at once, its refresh interrupted, then finished. */
+  public void endTerm(TermState t, LossReason why, Throwable error) {
+    ends.endTerm(t, why, error);
+  }
+
+  /** Ends the session and every term on it, from any thread; aborted here with {@code abortNow}. */
+  public void endSession(LossReason why, Throwable error, boolean abortNow) {
+    ends.endSession(why, error, abortNow);
+  }
+
+  /** Self-fences: no proof that the session is alive before its deadline. */
+  public void selfFence() {
+    ends.selfFence();
+  }
+
+  /** Ends the session for a close, from any thread, within {@code closeTimeout} (see TermEnd). */
+  public void close() {
+    ends.close();
   }
 
   /**
-   * The rest of an idle slice, on the wakeup. Where the socket counts its pending bytes, it looks
-   * at them every {@link #WATCH_NANOS} without holding the session, so a FATAL that arrives after
-   * the slice's read (a terminate, a shutdown) ends the terms within that, not at the next slice.
+   * Ends the session and finishes its terms on the calling thread, for a worker that never ran (a
+   * loop closed between the grant and the announcement).
    */
-  private void waitOutSlice(long start, long slice, boolean watch) {
-    TimeSource time = options.time();
-    long rest = slice - (time.nanoTime() - start);
-    while (rest > 0) {
-      long step = watch ? Math.min(rest, WATCH_NANOS) : rest;
-      if (!wakeup.await(step, () -> !jobs.isEmpty() || endReason() != null)
-          || !jobs.isEmpty()
-          || endReason() != null) {
-        return;
-      }
-      if (watch) {
-        PgSession.Evidence seen = session.probe(0, false); // null: a thread is using the session
-        if (seen == PgSession.Evidence.ENDED) {
-          readEnd();
-          return;
-        }
-        watch = seen != PgSession.Evidence.PENDING; // a notice: the next slice's read takes it
-      }
-      rest = slice - (time.nanoTime() - start);
-    }
+  public void endNow() {
+    ends.endNow(LossReason.CLOSED);
   }
 
-  /** Reads the end the watch saw, so the terms end with the server's own error as the cause. */
-  private void readEnd() {
-    try {
-      if (!session.awaitEvent(IDLE_READ_MILLIS) && endReason() == null && session.isOpen()) {
-        evidence(PgSession.Evidence.ENDED); // it cannot be read here (a transaction is open)
-      }
-    } catch (SQLException e) {
-      endedWhileWaiting(e);
-    }
+  /** {@link #endNow()} for {@code why}. */
+  public void endNow(LossReason why) {
+    ends.endNow(why);
   }
 
-  private void endedWhileWaiting(SQLException e) {
-    if (endReason() == null) {
-      LOG.debug("{} Session ended while waiting: {}", session.id().context(), e.toString());
-      endSession(closing.getAsBoolean() ? LossReason.CLOSED : LossReason.SESSION_LOST, e, false);
-    }
+  /** Waits up to {@code timeout} for the session to be finished; true if it is. */
+  public boolean awaitDone(Duration timeout) {
+    return ends.awaitDone(timeout);
   }
 
-  // ---- what the session reports (on the thread that saw it, its I/O lock held) ----
-
-  @Override
-  public void sessionEnded(LossReason reason, Throwable cause) {
-    endSession(reason, cause, false);
+  /** Acts on what a probe of the session's socket found (a term's {@code ensureLeader}). */
+  void evidence(SessionIo.Evidence found) {
+    ends.evidence(found);
   }
 
-  @Override
-  public void keysLost(Set<LockKey> keys) {
-    for (LockKey k : keys) {
-      TermState t = terms.get(k);
-      if (t != null) {
-        LOG.warn("{} {} is no longer held by its session (unlocked by user SQL?)", context(t), k);
-        endTerm(
-            t,
-            LossReason.LOCK_NOT_HELD,
-            new IllegalStateException(
-                "Backend " + session.id().pid() + " is alive but no longer holds " + k));
-      }
-    }
+  // ---- what the watchdog asks (see SessionWatchdog; each as TermEnd, RunningTask or IdleWait)
+  // ----
+
+  /** Watched by {@code w} from now on: the worker wakes it when a refresh starts or ends. */
+  void watchedBy(SessionWatchdog w) {
+    task.watchedBy(w);
+  }
+
+  /** Whether the session is ended and finished, with no refresh running: nothing left to watch. */
+  boolean finishedAndIdle() {
+    return ends.ended() && task.running() == null && ends.done();
+  }
+
+  LossReason endReason() {
+    return ends.endReason(); // null while the session lives
+  }
+
+  /**
+   * Whether a listener is in {@code onLost} before the session's release: a term ended on purpose
+   * while the session lives, or the session ends in a way that releases gracefully.
+   */
+  boolean tellingBeforeRelease() {
+    LossReason ending = ends.endReason();
+    return ends.telling() != null && (ending == null || policy.unlocks(ending));
+  }
+
+  long tellingSince() {
+    return ends.tellingSince();
+  }
+
+  TermState running() {
+    return task.running();
+  }
+
+  long taskDeadline() {
+    return task.deadline(); // monotonic; Long.MAX_VALUE while no refresh runs
+  }
+
+  TermOptions options() {
+    return options;
+  }
+
+  void refreshTimedOut(TermState t) {
+    ends.refreshTimedOut(t);
+  }
+
+  void abortIfAListenerHangs() {
+    ends.abortIfAListenerHangs();
+  }
+
+  void readIfUnread() {
+    idle.readIfUnread();
+  }
+
+  void prove() {
+    ends.prove();
   }
 }

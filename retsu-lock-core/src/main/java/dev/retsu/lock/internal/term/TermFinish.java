@@ -10,53 +10,25 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicReference;
-import java.util.function.BooleanSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * How the terms of one session are finished once they ended, for every recipe: {@code onLost} once
  * per term, then the release the {@link ReleasePolicy} says (end the session, or unlock the keys of
- * the terms that ended gracefully), and the latch a closing thread waits on. Which term ends and
- * why is {@link TermEnd}'s. Thread-safe.
+ * the terms that ended gracefully), and the latch a closing thread waits on. Its state is its own:
+ * who is telling listeners now, the terms whose keys the session's end releases, whether the
+ * session was finished. Which term ends and why is its {@link TermEnd}'s, which owns this part.
+ * Thread-safe.
  */
-abstract class TermFinish {
+final class TermFinish {
 
+  /** The term end's logger: these lines are the term end's, as they always were. */
   private static final Logger LOG = LoggerFactory.getLogger(TermEnd.class);
-
-  /** What the recipe hears from a worker. */
-  public interface Owner {
-    /** Hears nothing. */
-    Owner NONE = new Owner() {};
-
-    /**
-     * A term of the session was finished: listeners told, its key released or its session ended.
-     */
-    default void termEnded(TermState t) {}
-
-    /** The session ended and every term on it was finished. */
-    default void sessionFinished(LossReason reason, Throwable cause) {}
-  }
-
-  final Session session;
-  final TermOptions options;
-  final TermListeners listeners;
-  final ReleasePolicy policy;
-  final Owner owner;
-  final BooleanSupplier closing;
-  final Map<LockKey, TermState> terms = new ConcurrentHashMap<>();
-  final CountDownLatch done = new CountDownLatch(1);
-
-  /** The session's end, reason and cause published in one step. */
-  final AtomicReference<SessionEnd> sessionEnd = new AtomicReference<>();
-
-  private final AtomicBoolean finished = new AtomicBoolean();
-  volatile TermState running;
 
   /**
    * Terms in the order they started. A constant, linked when the class is initialised (the warm-up
@@ -66,77 +38,50 @@ abstract class TermFinish {
   private static final Comparator<TermState> BY_NUMBER =
       Comparator.comparingLong(t -> t.term().number());
 
-  /**
-   * Whether the worker is inside a job (a group's batch of tries, a release): set before the job
-   * checks for a close, so a close either sees the job and lets the worker finish after it, or the
-   * job sees the close and does not run. A close that finished the session under a running job
-   * would miss the terms that job starts and announces.
-   */
-  volatile boolean inJob;
+  private final Session session;
+  private final TermOptions options;
+  private final TermListeners listeners;
+  private final ReleasePolicy policy;
+  private final SessionWorker.Owner owner;
+  private final Map<LockKey, TermState> terms;
+  private final RunningTask task;
+  private final TermEnd ends;
+  private final CountDownLatch done = new CountDownLatch(1);
+  private final AtomicBoolean finished = new AtomicBoolean();
 
   /** Terms told of their end whose keys the session's graceful end releases (notified then). */
-  private final List<TermState> releasedAtEnd = new java.util.concurrent.CopyOnWriteArrayList<>();
-
-  /** Wakes the session's watchdog, so that it reads its duties again. */
-  abstract void watchdogWake();
+  private final List<TermState> releasedAtEnd = new CopyOnWriteArrayList<>();
 
   /** The thread telling listeners of a term's end right now, or null. */
-  volatile Thread telling;
+  private volatile Thread telling;
 
   /** When {@link #telling} began (monotonic); meaningful while it is set. */
-  volatile long tellingSince;
+  private volatile long tellingSince;
 
-  /**
-   * What a worker is made of, passed down its layers once.
-   *
-   * @param session the session, holding nothing or its first keys
-   * @param options the terms' options
-   * @param listeners who hears the terms
-   * @param policy how a term's key is released
-   * @param owner what the recipe hears
-   * @param closing whether the recipe is closing
-   */
-  record Parts(
-      Session session,
-      TermOptions options,
-      TermListeners listeners,
-      ReleasePolicy policy,
-      Owner owner,
-      BooleanSupplier closing) {}
-
-  TermFinish(Parts parts) {
+  TermFinish(WorkerParts parts, TermEnd ends) {
     this.session = parts.session();
     this.options = parts.options();
     this.listeners = parts.listeners();
     this.policy = parts.policy();
     this.owner = parts.owner();
-    this.closing = parts.closing();
+    this.terms = parts.terms();
+    this.task = parts.task();
+    this.ends = ends;
   }
 
-  /** Ends the session and every term on it, from any thread (see {@link TermEnd}). */
-  public abstract void endSession(LossReason why, Throwable error, boolean abortNow);
-
-  /** The session's end reason, or null while it lives. */
-  LossReason endReason() {
-    SessionEnd e = sessionEnd.get();
-    return e == null ? null : e.reason();
+  /** Whether the session was finished: every term told and released, the latch open. */
+  boolean done() {
+    return done.getCount() == 0;
   }
 
-  /** Why the session ended and through what; the cause may be null. */
-  record SessionEnd(LossReason reason, Throwable cause) {}
-
-  /** Whether the session has ended (its terms then end too). */
-  public boolean ended() {
-    return sessionEnd.get() != null || !session.isOpen();
+  /** The thread telling listeners of a term's end right now, or null. */
+  Thread telling() {
+    return telling;
   }
 
-  /** The session. */
-  public Session session() {
-    return session;
-  }
-
-  String context(TermState t) {
-    return session.id().context();
+  /** When the thread {@link #telling()} began (monotonic); meaningful while it is set. */
+  long tellingSince() {
+    return tellingSince;
   }
 
   /**
@@ -148,7 +93,7 @@ abstract class TermFinish {
     List<LockKey> unlock = new ArrayList<>();
     List<TermState> unlockedTerms = new ArrayList<>();
     for (TermState t : new ArrayList<>(terms.values())) {
-      if (!t.ended() || running == t) {
+      if (!t.ended() || task.running() == t) {
         continue;
       }
       if (policy == ReleasePolicy.END_SESSION) {
@@ -166,18 +111,18 @@ abstract class TermFinish {
         }
       }
     }
-    if (!unlockedTerms.isEmpty() && endReason() != null) {
+    if (!unlockedTerms.isEmpty() && ends.endReason() != null) {
       releasedAtEnd.addAll(unlockedTerms); // the session's end releases them
     }
-    if (!unlock.isEmpty() && endReason() == null && session.isOpen()) {
+    if (!unlock.isEmpty() && ends.endReason() == null && session.isOpen()) {
       try {
         session.released(releasedNotices(unlockedTerms), false);
         session.unlock(unlock);
       } catch (java.sql.SQLException e) {
         // Not knowing whether the keys are still held, end the session: that releases them.
-        endSession(LossReason.SESSION_LOST, e, false);
+        ends.endSession(LossReason.SESSION_LOST, e, false);
       } catch (ProofException e) {
-        endSession(e.reason(), e.getCause(), false);
+        ends.endSession(e.reason(), e.getCause(), false);
       }
     }
   }
@@ -248,7 +193,7 @@ abstract class TermFinish {
     if (!finished.compareAndSet(false, true)) {
       return false;
     }
-    SessionEnd end = sessionEnd.get();
+    TermEnd.SessionEnd end = ends.sessionEnd();
     LossReason why = end != null ? end.reason() : LossReason.CLOSED;
     Throwable endCause = end != null ? end.cause() : null;
     List<TermState> told = new ArrayList<>();
@@ -301,7 +246,7 @@ abstract class TermFinish {
   private void tell(TermState t) {
     tellingSince = options.time().nanoTime();
     telling = Thread.currentThread();
-    watchdogWake(); // it keeps the session proven while a listener waits before the release
+    task.wakeWatchdog(); // it keeps the session proven while a listener waits before the release
     try {
       listeners.lost(t);
     } finally {
@@ -327,7 +272,7 @@ abstract class TermFinish {
    *
    * @return true if it has
    */
-  public boolean awaitDone(Duration timeout) {
+  boolean awaitDone(Duration timeout) {
     boolean interrupted = false;
     try {
       while (true) {

@@ -9,6 +9,7 @@ import dev.retsu.lock.internal.session.PgSession;
 import dev.retsu.lock.internal.session.ProofException;
 import dev.retsu.lock.internal.session.SelfFence;
 import dev.retsu.lock.internal.session.Session;
+import dev.retsu.lock.internal.session.SessionIo;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.Objects;
@@ -93,13 +94,13 @@ public final class TermState implements LeaderContext {
     // reading a FATAL right now: wait for it, but never past the deadline. No read of the socket
     // here where its pending bytes can be counted: a FATAL is among them; a bare EOF or reset is
     // read for by the worker's socket wait, the task's statements and the watchdog.
-    PgSession.Evidence evidence = session.probe(fence().nanosLeft(), false);
-    if (Thread.currentThread() != worker.thread) {
+    SessionIo.Evidence evidence = session.io().probe(fence().nanosLeft(), false);
+    if (Thread.currentThread() != worker.thread()) {
       session.proofs().foreignCall(); // the worker leaves the socket to this thread for a while
     }
     if (evidence == null) {
       worker.selfFence(); // the session stayed busy until the deadline: no evidence in time
-    } else if (evidence == PgSession.Evidence.PENDING) {
+    } else if (evidence == SessionIo.Evidence.PENDING) {
       proveLeader(); // something is pending that only a round trip can read
       return;
     } else {

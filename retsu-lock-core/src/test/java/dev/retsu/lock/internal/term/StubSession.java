@@ -1,10 +1,15 @@
-package dev.retsu.lock;
+package dev.retsu.lock.internal.term;
 
+import dev.retsu.lock.FakeTime;
+import dev.retsu.lock.FencingToken;
+import dev.retsu.lock.LockKey;
+import dev.retsu.lock.LossReason;
+import dev.retsu.lock.SqlFunction;
 import dev.retsu.lock.internal.TimeSource;
-import dev.retsu.lock.internal.session.PgSession;
 import dev.retsu.lock.internal.session.Proofs;
 import dev.retsu.lock.internal.session.Session;
 import dev.retsu.lock.internal.session.SessionId;
+import dev.retsu.lock.internal.session.SessionIo;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -24,7 +29,7 @@ import java.util.function.BooleanSupplier;
  * test shares with its task and listeners, as are the keys it unlocks. Tokens increase across all
  * stub sessions. Thread-safe.
  */
-final class StubSession implements Session {
+public final class StubSession implements Session, SessionIo {
 
   private static final AtomicLong XID = new AtomicLong(1_000);
 
@@ -61,7 +66,7 @@ final class StubSession implements Session {
   }
 
   /** A session holding {@code key}, with the loop preset of {@code settings}. */
-  static StubSession holding(
+  public static StubSession holding(
       List<String> log, int pid, LockKey key, TimeSource time, Duration hb, Duration fence) {
     StubSession s = new StubSession(log, pid, time, hb, fence);
     s.held(List.of(key));
@@ -69,7 +74,7 @@ final class StubSession implements Session {
   }
 
   /** Makes {@link #fencingToken()} fail, as a session that breaks right after the grant does. */
-  StubSession failingToken(SQLException failure) {
+  public StubSession failingToken(SQLException failure) {
     this.tokenFailure = failure;
     return this;
   }
@@ -78,7 +83,7 @@ final class StubSession implements Session {
    * What the real session does when a call on it fails with a session-lost SQLState: it tells the
    * owner, on the calling thread, with its I/O lock held.
    */
-  void loseSession(SQLException failure) {
+  public void loseSession(SQLException failure) {
     io.lock();
     try {
       listener.sessionEnded(LossReason.SESSION_LOST, failure);
@@ -118,13 +123,18 @@ final class StubSession implements Session {
     return open.get();
   }
 
-  @Override
-  public Set<LockKey> keys() {
+  /** The keys it holds. */
+  Set<LockKey> keys() {
     return Set.copyOf(keys);
   }
 
   @Override
-  public void held(Collection<LockKey> taken) {
+  public SessionIo io() {
+    return this;
+  }
+
+  /** Records keys as held (a grant outside {@link #tryLock}). */
+  void held(Collection<LockKey> taken) {
     keys.addAll(taken);
   }
 
@@ -186,8 +196,8 @@ final class StubSession implements Session {
   }
 
   @Override
-  public PgSession.Evidence probe(long maxWaitNanos, boolean readSocket) {
-    return open.get() ? PgSession.Evidence.QUIET : PgSession.Evidence.ENDED;
+  public SessionIo.Evidence probe(long maxWaitNanos, boolean readSocket) {
+    return open.get() ? SessionIo.Evidence.QUIET : SessionIo.Evidence.ENDED;
   }
 
   @Override
@@ -208,11 +218,6 @@ final class StubSession implements Session {
   @Override
   public boolean repairAutocommit() {
     return false;
-  }
-
-  @Override
-  public void tokenTaken(FencingToken token) {
-    throw new UnsupportedOperationException("no WAIT grant on a stub session");
   }
 
   @Override

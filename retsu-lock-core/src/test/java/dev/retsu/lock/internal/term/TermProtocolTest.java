@@ -1,15 +1,18 @@
-package dev.retsu.lock;
+package dev.retsu.lock.internal.term;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.retsu.lock.DelegatingDataSource;
+import dev.retsu.lock.FakeTime;
+import dev.retsu.lock.FencingToken;
+import dev.retsu.lock.LeaderListener;
+import dev.retsu.lock.LeaderTask;
+import dev.retsu.lock.LockKey;
+import dev.retsu.lock.LossReason;
+import dev.retsu.lock.RecordingListener;
+import dev.retsu.lock.Term;
 import dev.retsu.lock.internal.session.ServerBounds;
-import dev.retsu.lock.internal.term.ReleasePolicy;
-import dev.retsu.lock.internal.term.SessionWatchdog;
-import dev.retsu.lock.internal.term.SessionWorker;
-import dev.retsu.lock.internal.term.TermListeners;
-import dev.retsu.lock.internal.term.TermOptions;
-import dev.retsu.lock.internal.term.TermState;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -18,6 +21,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -32,6 +36,7 @@ import org.junit.jupiter.params.provider.EnumSource;
 class TermProtocolTest {
 
   private static final Duration WITHIN = Duration.ofSeconds(10);
+  private static final DataSource NO_DATABASE = new DelegatingDataSource(null);
   private static final Duration HEARTBEAT = Duration.ofSeconds(2);
   private static final Duration SELF_FENCE = Duration.ofSeconds(8);
   private static final Duration REFRESH_TIMEOUT = Duration.ofSeconds(5);
@@ -85,7 +90,7 @@ class TermProtocolTest {
       session = new StubSession(log, pid, time, HEARTBEAT, SELF_FENCE);
       TermOptions options =
           new TermOptions(
-              StubLoops.NO_DATABASE,
+              NO_DATABASE,
               "unit",
               Duration.ofSeconds(1),
               REFRESH_TIMEOUT,
