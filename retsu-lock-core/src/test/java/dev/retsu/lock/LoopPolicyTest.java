@@ -114,6 +114,26 @@ class LoopPolicyTest {
   }
 
   @Test
+  void eachTermOfALoopIsNumberedOneAboveTheLast() throws Exception {
+    LeaderLoop loop = StubLoops.loop(builder(), log);
+    CountDownLatch third = new CountDownLatch(1);
+    CompletableFuture<Void> run =
+        loop.start(
+            ctx -> {
+              if (heard.acquired().size() >= 3) {
+                third.countDown();
+                new CountDownLatch(1).await(); // until closed
+              }
+              throw new IllegalStateException("term " + ctx.term().number() + " fails");
+            });
+    assertThat(third.await(10, TimeUnit.SECONDS)).isTrue();
+    loop.close();
+    run.get(10, TimeUnit.SECONDS);
+
+    assertThat(heard.acquired()).extracting(Term::number).containsExactly(1L, 2L, 3L);
+  }
+
+  @Test
   void aFailureBeforeTheDatabaseWasEverReachedFailsFastWhateverThePolicy() {
     AdvisoryLockException unreachable = outage();
     LeaderLoop loop = StubLoops.loop(builder(), log, unreachable);

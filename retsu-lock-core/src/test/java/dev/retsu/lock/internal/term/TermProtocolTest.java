@@ -17,10 +17,13 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -228,6 +231,41 @@ class TermProtocolTest {
           heard.events.stream().filter(e -> t.term().equals(e.term())).map(e -> e.kind()).toList();
       assertThat(kinds).startsWith("acquired").endsWith("lost");
       assertThat(kinds.stream().filter("lost"::equals)).hasSize(1);
+    }
+  }
+
+  @ParameterizedTest
+  @EnumSource(Shape.class)
+  void aRefreshThatReturnsIsHeardAsSucceededForItsTermOnTheWorkersThread(Shape shape)
+      throws Exception {
+    Map<Long, AtomicInteger> runs = new ConcurrentHashMap<>();
+    Fixture f =
+        start(
+            shape,
+            ctx ->
+                runs.computeIfAbsent(ctx.term().key().value(), k -> new AtomicInteger())
+                    .incrementAndGet());
+    await()
+        .atMost(WITHIN)
+        .until(
+            () ->
+                f.terms.stream()
+                    .allMatch(
+                        t -> heard.of("refreshed").stream().anyMatch(e -> e.term() == t.term())));
+    f.worker.close();
+
+    for (TermState t : f.terms) {
+      List<RecordingListener.Event> refreshed =
+          heard.of("refreshed").stream().filter(e -> e.term() == t.term()).toList();
+      assertThat(refreshed)
+          .isNotEmpty()
+          .allMatch(e -> e.thread().startsWith("retsu-lock-test-worker-"), "on the worker");
+      assertThat(refreshed.size())
+          .as("one per run that returned")
+          .isLessThanOrEqualTo(runs.get(t.term().key().value()).get());
+      List<String> kinds =
+          heard.events.stream().filter(e -> e.term() == t.term()).map(e -> e.kind()).toList();
+      assertThat(kinds).startsWith("acquired", "refreshed").endsWith("lost");
     }
   }
 
