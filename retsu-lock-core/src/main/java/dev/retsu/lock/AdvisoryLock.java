@@ -216,7 +216,7 @@ public final class AdvisoryLock {
    * @throws AdvisoryLockException if the query fails
    */
   public Optional<LeaderInfo> currentHolder() {
-    return Holders.current(spec);
+    return Holders.current(spec).map(LeaderInfo::of);
   }
 
   /** How the lock's sessions are opened (the loop's tests open sessions with it). */

@@ -7,6 +7,7 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Instant;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -150,7 +151,7 @@ public record LeaderInfo(
   public static Optional<LeaderInfo> of(DataSource dataSource, LockKey key) {
     Objects.requireNonNull(dataSource, "dataSource");
     Objects.requireNonNull(key, "key");
-    return Holders.leader(dataSource, key, null);
+    return Holders.leader(dataSource, key, null).map(LeaderInfo::of);
   }
 
   /**
@@ -167,7 +168,7 @@ public record LeaderInfo(
   public static Optional<LeaderInfo> of(DataSource dataSource, LockKey key, String candidateRole) {
     Objects.requireNonNull(dataSource, "dataSource");
     Objects.requireNonNull(key, "key");
-    return Holders.leader(dataSource, key, FencingSql.checkRole(candidateRole));
+    return Holders.leader(dataSource, key, FencingSql.checkRole(candidateRole)).map(LeaderInfo::of);
   }
 
   /**
@@ -212,7 +213,9 @@ public record LeaderInfo(
     }
     List<LockKey> list = List.copyOf(keys);
     try (Connection conn = dataSource.getConnection()) {
-      return Map.copyOf(Holders.leaders(conn, list, role));
+      Map<LockKey, LeaderInfo> out = new HashMap<>();
+      Holders.leaders(conn, list, role).forEach((k, row) -> out.put(k, of(row)));
+      return Map.copyOf(out);
     } catch (SQLException e) {
       throw new AdvisoryLockException(
           "Cannot read the leaders of " + list.size() + " keys (SQLState " + e.getSQLState() + ")",
@@ -220,6 +223,21 @@ public record LeaderInfo(
           Holders.READER,
           e);
     }
+  }
+
+  /** A holder as a who-holds read saw it: no term number, no grant time, no deadline. */
+  static LeaderInfo of(Holders.Row row) {
+    return new LeaderInfo(
+        row.key(),
+        row.candidateId(),
+        row.pid(),
+        row.database(),
+        row.token(),
+        OptionalLong.empty(),
+        Optional.empty(),
+        row.lastRenewal(),
+        Optional.empty(),
+        row.foreign());
   }
 
   /** A candidate's own term. */

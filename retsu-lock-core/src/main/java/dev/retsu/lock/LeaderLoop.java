@@ -142,7 +142,7 @@ public final class LeaderLoop implements AutoCloseable {
    * @throws AdvisoryLockException if the query fails
    */
   public Optional<LeaderInfo> currentHolder() {
-    return dev.retsu.lock.internal.watch.Holders.current(settings.spec());
+    return dev.retsu.lock.internal.watch.Holders.current(settings.spec()).map(LeaderInfo::of);
   }
 
   /**

@@ -1,7 +1,7 @@
 package dev.retsu.lock.internal.watch;
 
 import dev.retsu.lock.AdvisoryLockException;
-import dev.retsu.lock.LeaderInfo;
+import dev.retsu.lock.FencingToken;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.internal.Diagnostics;
 import dev.retsu.lock.internal.session.HolderSql;
@@ -14,24 +14,45 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Timestamp;
+import java.time.Instant;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.OptionalLong;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Who holds a key right now, read on a connection borrowed for this one query. A holder's session
- * names a candidate and a token only when it is of the candidates' role ({@link
- * SessionSql#candidateRole}); any other holder is foreign, whatever its name says, and is logged at
- * WARN. Stateless.
+ * Who holds a key right now, read on a connection borrowed for this one query, as {@link Row}s (the
+ * public {@code LeaderInfo} is made from them by its own factory and by the watch, so this read
+ * depends on no public type but the key). A holder's session names a candidate and a token only
+ * when it is of the candidates' role ({@link SessionSql#candidateRole}); any other holder is
+ * foreign, whatever its name says, and is logged at WARN. Stateless.
  */
 public final class Holders {
 
   private static final Logger LOG = LoggerFactory.getLogger(Holders.class);
+
+  /**
+   * One holder as SQL shows it: a foreign one names no candidate and no token.
+   *
+   * @param key the key
+   * @param pid the holder's backend pid
+   * @param candidateId the candidate its name shows, empty when none or foreign
+   * @param token the token its name shows, empty when none or foreign
+   * @param lastRenewal its session's {@code state_change}, when visible
+   * @param database the database
+   * @param foreign whether its session is outside the candidates' role
+   */
+  public record Row(
+      LockKey key,
+      int pid,
+      String candidateId,
+      Optional<FencingToken> token,
+      Optional<Instant> lastRenewal,
+      String database,
+      boolean foreign) {}
 
   /** The candidate a failed read names: a reader is none. */
   public static final String READER = "none (a read)";
@@ -47,8 +68,7 @@ public final class Holders {
    * @return the leader of each key that is held
    * @throws SQLException when the query fails
    */
-  public static Map<LockKey, LeaderInfo> leaders(Connection conn, List<LockKey> keys)
-      throws SQLException {
+  public static Map<LockKey, Row> leaders(Connection conn, List<LockKey> keys) throws SQLException {
     return leaders(conn, keys, null);
   }
 
@@ -61,9 +81,9 @@ public final class Holders {
    * @return the leader of each key that is held
    * @throws SQLException when the query fails
    */
-  public static Map<LockKey, LeaderInfo> leaders(Connection conn, List<LockKey> keys, String role)
+  public static Map<LockKey, Row> leaders(Connection conn, List<LockKey> keys, String role)
       throws SQLException {
-    Map<LockKey, LeaderInfo> out = new HashMap<>();
+    Map<LockKey, Row> out = new HashMap<>();
     if (keys.isEmpty()) {
       return out;
     }
@@ -103,7 +123,7 @@ public final class Holders {
   }
 
   /** A holder as SQL shows it: a foreign one names no candidate and no token. */
-  static LeaderInfo info(
+  static Row info(
       LockKey key,
       int pid,
       String applicationName,
@@ -111,16 +131,13 @@ public final class Holders {
       String database,
       boolean foreign) {
     Optional<Notices.Name> name = foreign ? Optional.empty() : Notices.parseName(applicationName);
-    return new LeaderInfo(
+    return new Row(
         key,
-        name.map(Notices.Name::candidateId).orElse(""),
         pid,
-        database,
+        name.map(Notices.Name::candidateId).orElse(""),
         name.flatMap(Notices.Name::token),
-        OptionalLong.empty(),
-        Optional.empty(),
         Optional.ofNullable(stateChange).map(Timestamp::toInstant),
-        Optional.empty(),
+        database,
         foreign);
   }
 
@@ -133,7 +150,7 @@ public final class Holders {
    * @return the leader, or empty
    * @throws AdvisoryLockException if the query fails (the SQLException is the cause)
    */
-  public static Optional<LeaderInfo> leader(DataSource dataSource, LockKey key, String role) {
+  public static Optional<Row> leader(DataSource dataSource, LockKey key, String role) {
     try (Connection conn = dataSource.getConnection()) {
       return Optional.ofNullable(leaders(conn, List.of(key), role).get(key));
     } catch (SQLException e) {
@@ -150,7 +167,7 @@ public final class Holders {
    * @return the holder, or empty if nobody holds it
    * @throws AdvisoryLockException if the query fails (the SQLException is the cause)
    */
-  public static Optional<LeaderInfo> current(SessionOpener.Spec spec) {
+  public static Optional<Row> current(SessionOpener.Spec spec) {
     try (Connection conn = spec.dataSource().getConnection()) {
       int previous = conn.getNetworkTimeout();
       conn.setNetworkTimeout(SessionTerminator.DIRECT, spec.roundTripMillis());

@@ -21,6 +21,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.Set;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -228,12 +229,29 @@ public final class Watcher implements Runnable {
 
   /** Reads the leaders of keys from {@code pg_locks}, once. */
   private void read(Session s, List<LockKey> read) throws SQLException {
-    Map<LockKey, LeaderInfo> found = s.call(c -> Holders.leaders(c, read, candidateRole));
+    Map<LockKey, LeaderInfo> found = new HashMap<>();
+    s.call(c -> Holders.leaders(c, read, candidateRole))
+        .forEach((k, row) -> found.put(k, info(row)));
     List<PgSession.Note> pending = s.call(c -> PgSession.notes(c, 0));
     keys.read(read, found);
     if (pending != null) {
       keys.notices(pending);
     }
+  }
+
+  /** A holder as the read saw it: no term number; when it was seen is set by the view. */
+  private static LeaderInfo info(Holders.Row row) {
+    return new LeaderInfo(
+        row.key(),
+        row.candidateId(),
+        row.pid(),
+        row.database(),
+        row.token(),
+        OptionalLong.empty(),
+        Optional.empty(),
+        row.lastRenewal(),
+        Optional.empty(),
+        row.foreign());
   }
 
   /** One read of {@code pg_stat_activity} for the current leaders' pids. */
