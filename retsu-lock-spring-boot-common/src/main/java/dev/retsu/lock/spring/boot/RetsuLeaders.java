@@ -292,16 +292,7 @@ public final class RetsuLeaders implements DisposableBean, SmartInitializingSing
           .maxBackoff(p.getMaxBackoff())
           .closeTimeout(p.getCloseTimeout())
           .waitTimeout(p.getWaitTimeout())
-          .timing(
-              FailoverTiming.DEFAULT
-                  .withHeartbeatInterval(p.getHeartbeatInterval())
-                  .withSelfFenceAfter(p.getSelfFenceAfter())
-                  .withRoundTripTimeout(p.getRoundTripTimeout())
-                  .withServerIdleSessionTimeout(p.getServerIdleSessionTimeout())
-                  .withServerKeepalives(
-                      p.getServerKeepalives().getIdle(),
-                      p.getServerKeepalives().getInterval(),
-                      p.getServerKeepalives().getCount()))
+          .timing(timing(p))
           .failFast(p.isFailFast())
           .preferred(p.getPreferred() != null ? p.getPreferred() : preferredByDefault);
       if (p.getTakeoverDelay() != null) {
@@ -314,6 +305,19 @@ public final class RetsuLeaders implements DisposableBean, SmartInitializingSing
     } catch (RuntimeException e) {
       throw new IllegalStateException(prefix + ": " + e.getMessage(), e);
     }
+  }
+
+  /** The failover timing a leader's or group's properties give, one value for core. */
+  private static FailoverTiming timing(RetsuLockProperties.Participant p) {
+    return FailoverTiming.DEFAULT
+        .withHeartbeatInterval(p.getHeartbeatInterval())
+        .withSelfFenceAfter(p.getSelfFenceAfter())
+        .withRoundTripTimeout(p.getRoundTripTimeout())
+        .withServerIdleSessionTimeout(p.getServerIdleSessionTimeout())
+        .withServerKeepalives(
+            p.getServerKeepalives().getIdle(),
+            p.getServerKeepalives().getInterval(),
+            p.getServerKeepalives().getCount());
   }
 
   private static LeaderGroup buildGroup(
@@ -336,16 +340,7 @@ public final class RetsuLeaders implements DisposableBean, SmartInitializingSing
           .batchSize(p.getBatchSize())
           .refreshInterval(p.getRefreshInterval())
           .refreshTimeout(p.getRefreshTimeout())
-          .timing(
-              FailoverTiming.DEFAULT
-                  .withHeartbeatInterval(p.getHeartbeatInterval())
-                  .withSelfFenceAfter(p.getSelfFenceAfter())
-                  .withRoundTripTimeout(p.getRoundTripTimeout())
-                  .withServerIdleSessionTimeout(p.getServerIdleSessionTimeout())
-                  .withServerKeepalives(
-                      p.getServerKeepalives().getIdle(),
-                      p.getServerKeepalives().getInterval(),
-                      p.getServerKeepalives().getCount()))
+          .timing(timing(p))
           .membershipInterval(p.getMembershipInterval())
           .reconnectInterval(p.getReconnectInterval())
           .closeTimeout(p.getCloseTimeout())
