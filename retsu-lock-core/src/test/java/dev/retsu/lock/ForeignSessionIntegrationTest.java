@@ -326,12 +326,12 @@ class ForeignSessionIntegrationTest {
                   if (info) {
                     LeaderInfo.of(db.dataSource(), key)
                         .filter(LeaderInfo::foreign)
-                        .ifPresent(i -> foreign.add("LeaderInfo " + i));
+                        .ifPresent(i -> foreign.add("LeaderInfo.of " + i));
                   } else {
                     AdvisoryLock.of(db.dataSource(), key)
                         .currentHolder()
                         .filter(LeaderInfo::foreign)
-                        .ifPresent(h -> foreign.add("LockHolder " + h));
+                        .ifPresent(h -> foreign.add("currentHolder " + h));
                   }
                   reads.incrementAndGet();
                 }
