@@ -6,6 +6,9 @@ import static org.awaitility.Awaitility.await;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import dev.retsu.lock.fakes.DelegatingDataSource;
+import dev.retsu.lock.fakes.SharedBackendDataSource;
+import dev.retsu.lock.fakes.TestKeys;
 import dev.retsu.lock.internal.session.KeySql;
 import dev.retsu.lock.internal.session.LockWaiter;
 import dev.retsu.lock.oddpool.HidingClassLoader;

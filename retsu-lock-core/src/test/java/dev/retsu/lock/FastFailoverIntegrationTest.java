@@ -3,6 +3,7 @@ package dev.retsu.lock;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.retsu.lock.fakes.TestKeys;
 import dev.retsu.lock.testing.FaultProxy;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;

@@ -5,6 +5,8 @@ import static org.awaitility.Awaitility.await;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import dev.retsu.lock.fakes.StderrCapture;
+import dev.retsu.lock.fakes.TestKeys;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
 import java.time.Duration;

@@ -3,6 +3,9 @@ package dev.retsu.lock;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.retsu.lock.fakes.TermEvents;
+import dev.retsu.lock.fakes.TestKeys;
+import dev.retsu.lock.fakes.TestLoops;
 import dev.retsu.lock.internal.session.Notices;
 import dev.retsu.lock.testing.LoginOnlyRole;
 import dev.retsu.lock.testing.PostgresExtension;

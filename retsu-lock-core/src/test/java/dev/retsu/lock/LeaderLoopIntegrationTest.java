@@ -4,6 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import dev.retsu.lock.fakes.DownUntilOpened;
+import dev.retsu.lock.fakes.FakeTime;
+import dev.retsu.lock.fakes.RecordingListener;
+import dev.retsu.lock.fakes.TestKeys;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.PostgresServer.ShutdownMode;
 import dev.retsu.lock.testing.TestDatabase;

@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import com.zaxxer.hikari.pool.HikariProxyConnection;
+import dev.retsu.lock.fakes.TestKeys;
 import dev.retsu.lock.internal.session.KeySql;
 import dev.retsu.lock.internal.session.SessionGuard;
 import dev.retsu.lock.testing.PostgresExtension;

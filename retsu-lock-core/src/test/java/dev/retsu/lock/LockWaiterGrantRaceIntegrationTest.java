@@ -4,6 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import dev.retsu.lock.fakes.DelegatingDataSource;
+import dev.retsu.lock.fakes.RecordingListener;
+import dev.retsu.lock.fakes.TestKeys;
+import dev.retsu.lock.fakes.TestLoops;
 import dev.retsu.lock.internal.session.KeySql;
 import dev.retsu.lock.internal.session.LockWaiter;
 import dev.retsu.lock.testing.PostgresExtension;

@@ -3,6 +3,8 @@ package dev.retsu.lock;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.retsu.lock.fakes.DelegatingDataSource;
+import dev.retsu.lock.fakes.FakeTime;
 import dev.retsu.lock.internal.loop.LoopSettings;
 import dev.retsu.lock.internal.loop.Standby;
 import dev.retsu.lock.internal.session.SelfFence;

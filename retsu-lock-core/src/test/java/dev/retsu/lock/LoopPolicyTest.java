@@ -5,6 +5,8 @@ import static dev.retsu.lock.StubLoops.KEY;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.retsu.lock.fakes.FakeTime;
+import dev.retsu.lock.fakes.RecordingListener;
 import dev.retsu.lock.internal.session.Refusals;
 import dev.retsu.lock.internal.term.StubSession;
 import java.sql.SQLException;

@@ -3,6 +3,7 @@ package dev.retsu.lock;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.retsu.lock.fakes.TestKeys;
 import dev.retsu.lock.internal.session.KeySql;
 import dev.retsu.lock.internal.session.SessionSql;
 import dev.retsu.lock.testing.PostgresExtension;

@@ -1,5 +1,7 @@
 package dev.retsu.lock;
 
+import dev.retsu.lock.fakes.DelegatingDataSource;
+import dev.retsu.lock.fakes.FakeTime;
 import dev.retsu.lock.internal.loop.LoopSettings;
 import dev.retsu.lock.internal.loop.Standby;
 import dev.retsu.lock.internal.session.Session;

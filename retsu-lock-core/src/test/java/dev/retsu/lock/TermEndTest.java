@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import dev.retsu.lock.fakes.FakeTime;
+import dev.retsu.lock.fakes.RecordingListener;
 import dev.retsu.lock.internal.term.StubSession;
 import java.sql.SQLException;
 import java.time.Duration;

@@ -4,8 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.retsu.lock.TakeoverMode;
-import dev.retsu.lock.TestKeys;
-import dev.retsu.lock.TestLoops;
+import dev.retsu.lock.fakes.TestKeys;
+import dev.retsu.lock.fakes.TestLoops;
 import dev.retsu.lock.faults.FaultCandidate.Action;
 import dev.retsu.lock.faults.FaultCandidate.Phase;
 import dev.retsu.lock.testing.PostgresExtension;

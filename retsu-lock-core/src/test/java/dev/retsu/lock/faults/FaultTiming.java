@@ -3,7 +3,7 @@ package dev.retsu.lock.faults;
 import dev.retsu.lock.FailoverTiming;
 import dev.retsu.lock.LeaderGroupBuilder;
 import dev.retsu.lock.LeaderLoopBuilder;
-import dev.retsu.lock.TestLoops;
+import dev.retsu.lock.fakes.TestLoops;
 import java.time.Duration;
 
 /**

@@ -7,7 +7,7 @@ import dev.retsu.lock.LeaderInfo;
 import dev.retsu.lock.LeaderWatch;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.TakeoverMode;
-import dev.retsu.lock.TestKeys;
+import dev.retsu.lock.fakes.TestKeys;
 import dev.retsu.lock.faults.FaultCandidate.Action;
 import dev.retsu.lock.faults.FaultCandidate.Phase;
 import dev.retsu.lock.internal.session.Notices;
@@ -227,7 +227,7 @@ class HostileRoleFaultIntegrationTest {
         strucks.put(leader.id + "#" + term, injected);
         long check = fleet.awaitNewTermCheck(injected, WITHIN);
         FaultInjectionIntegrationTest.record(scenario, round, (check - injected) / 1e6, label);
-        if (lockDelay && check - injected < dev.retsu.lock.TestLoops.SELF_FENCE.toNanos()) {
+        if (lockDelay && check - injected < dev.retsu.lock.fakes.TestLoops.SELF_FENCE.toNanos()) {
           // the successor acts no sooner than the delay (selfFenceAfter) after the fault
           early.add(
               String.format(
@@ -237,7 +237,7 @@ class HostileRoleFaultIntegrationTest {
                   round,
                   label,
                   (check - injected) / 1e6,
-                  dev.retsu.lock.TestLoops.SELF_FENCE.toMillis()));
+                  dev.retsu.lock.fakes.TestLoops.SELF_FENCE.toMillis()));
         }
         fleet.awaitTermEnded(leader, term, WITHIN);
         fleet.settle(leader, WITHIN);

@@ -7,7 +7,7 @@ import dev.retsu.lock.LeaderGroup;
 import dev.retsu.lock.LeaderWatch;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.LossReason;
-import dev.retsu.lock.TestKeys;
+import dev.retsu.lock.fakes.TestKeys;
 import dev.retsu.lock.faults.FaultCandidate.Action;
 import dev.retsu.lock.faults.FaultCandidate.Arm;
 import dev.retsu.lock.faults.FaultCandidate.Phase;

@@ -3,7 +3,6 @@ package dev.retsu.lock.faults;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import dev.retsu.lock.DownUntilOpened;
 import dev.retsu.lock.FailoverTiming;
 import dev.retsu.lock.FencingToken;
 import dev.retsu.lock.LeaderContext;
@@ -13,7 +12,8 @@ import dev.retsu.lock.LeaderTask;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.LossReason;
 import dev.retsu.lock.Term;
-import dev.retsu.lock.TestKeys;
+import dev.retsu.lock.fakes.DownUntilOpened;
+import dev.retsu.lock.fakes.TestKeys;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TermChecker;
 import dev.retsu.lock.testing.TestDatabase;

@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.retsu.lock.LockKey;
-import dev.retsu.lock.TestKeys;
+import dev.retsu.lock.fakes.TestKeys;
 import dev.retsu.lock.faults.GroupFaults.Where;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.ProcessOutput;

@@ -6,7 +6,7 @@ import static org.awaitility.Awaitility.await;
 import dev.retsu.lock.AdvisoryLock;
 import dev.retsu.lock.AdvisoryLockLease;
 import dev.retsu.lock.LockKey;
-import dev.retsu.lock.TestKeys;
+import dev.retsu.lock.fakes.TestKeys;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.ProcessOutput;
 import dev.retsu.lock.testing.TestDatabase;

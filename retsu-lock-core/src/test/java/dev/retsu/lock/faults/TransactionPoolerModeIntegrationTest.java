@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
-import dev.retsu.lock.TestKeys;
+import dev.retsu.lock.fakes.TestKeys;
 import dev.retsu.lock.testing.FaultProxy;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;

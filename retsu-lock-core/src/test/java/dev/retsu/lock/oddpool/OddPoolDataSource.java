@@ -1,6 +1,6 @@
 package dev.retsu.lock.oddpool;
 
-import dev.retsu.lock.DelegatingDataSource;
+import dev.retsu.lock.fakes.DelegatingDataSource;
 import java.sql.Connection;
 import javax.sql.DataSource;
 

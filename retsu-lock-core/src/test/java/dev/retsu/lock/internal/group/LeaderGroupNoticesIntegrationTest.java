@@ -6,7 +6,7 @@ import static org.awaitility.Awaitility.await;
 import dev.retsu.lock.FailoverTiming;
 import dev.retsu.lock.LeaderGroup;
 import dev.retsu.lock.LockKey;
-import dev.retsu.lock.TestKeys;
+import dev.retsu.lock.fakes.TestKeys;
 import dev.retsu.lock.testing.LoginOnlyRole;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;

@@ -3,8 +3,8 @@ package dev.retsu.lock.internal.group;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.retsu.lock.FakeTime;
 import dev.retsu.lock.LeaderGroup;
+import dev.retsu.lock.fakes.FakeTime;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;

@@ -1,7 +1,7 @@
 package dev.retsu.lock.internal.group;
 
-import dev.retsu.lock.FakeTime;
 import dev.retsu.lock.LockKey;
+import dev.retsu.lock.fakes.FakeTime;
 import dev.retsu.lock.internal.session.ServerBounds;
 import dev.retsu.lock.internal.session.SessionOpener;
 import dev.retsu.lock.internal.term.TermOptions;

@@ -5,7 +5,7 @@ import static org.awaitility.Awaitility.await;
 
 import dev.retsu.lock.FencingToken;
 import dev.retsu.lock.LockKey;
-import dev.retsu.lock.TestKeys;
+import dev.retsu.lock.fakes.TestKeys;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
 import java.sql.Connection;

@@ -2,7 +2,7 @@ package dev.retsu.lock.internal.session;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.retsu.lock.FakeTime;
+import dev.retsu.lock.fakes.FakeTime;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 

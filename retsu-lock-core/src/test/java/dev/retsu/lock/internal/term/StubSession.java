@@ -1,10 +1,10 @@
 package dev.retsu.lock.internal.term;
 
-import dev.retsu.lock.FakeTime;
 import dev.retsu.lock.FencingToken;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.LossReason;
 import dev.retsu.lock.SqlFunction;
+import dev.retsu.lock.fakes.FakeTime;
 import dev.retsu.lock.internal.TimeSource;
 import dev.retsu.lock.internal.session.Proofs;
 import dev.retsu.lock.internal.session.Session;

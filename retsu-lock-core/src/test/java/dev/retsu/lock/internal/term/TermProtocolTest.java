@@ -3,15 +3,15 @@ package dev.retsu.lock.internal.term;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import dev.retsu.lock.DelegatingDataSource;
-import dev.retsu.lock.FakeTime;
 import dev.retsu.lock.FencingToken;
 import dev.retsu.lock.LeaderListener;
 import dev.retsu.lock.LeaderTask;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.LossReason;
-import dev.retsu.lock.RecordingListener;
 import dev.retsu.lock.Term;
+import dev.retsu.lock.fakes.DelegatingDataSource;
+import dev.retsu.lock.fakes.FakeTime;
+import dev.retsu.lock.fakes.RecordingListener;
 import dev.retsu.lock.internal.session.ServerBounds;
 import java.sql.SQLException;
 import java.time.Duration;

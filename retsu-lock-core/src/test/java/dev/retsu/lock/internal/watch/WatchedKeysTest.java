@@ -2,13 +2,13 @@ package dev.retsu.lock.internal.watch;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.retsu.lock.FakeTime;
 import dev.retsu.lock.FencingToken;
 import dev.retsu.lock.LeaderChange;
 import dev.retsu.lock.LeaderChange.Cause;
 import dev.retsu.lock.LeaderChangeListener;
 import dev.retsu.lock.LeaderInfo;
 import dev.retsu.lock.LockKey;
+import dev.retsu.lock.fakes.FakeTime;
 import dev.retsu.lock.internal.session.Notices;
 import dev.retsu.lock.internal.session.PgSession;
 import java.time.Instant;

@@ -1,5 +1,7 @@
-package dev.retsu.lock;
+package dev.retsu.lock.fakes;
 
+import dev.retsu.lock.FailoverTiming;
+import dev.retsu.lock.LeaderLoopBuilder;
 import java.time.Duration;
 
 /**

@@ -1,4 +1,4 @@
-package dev.retsu.lock;
+package dev.retsu.lock.fakes;
 
 import java.io.PrintWriter;
 import java.sql.Connection;

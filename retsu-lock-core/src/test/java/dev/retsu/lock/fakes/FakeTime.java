@@ -1,4 +1,4 @@
-package dev.retsu.lock;
+package dev.retsu.lock.fakes;
 
 import dev.retsu.lock.internal.TimeSource;
 import java.time.Duration;

@@ -1,5 +1,9 @@
-package dev.retsu.lock;
+package dev.retsu.lock.fakes;
 
+import dev.retsu.lock.AttemptResult;
+import dev.retsu.lock.LeaderListener;
+import dev.retsu.lock.LossReason;
+import dev.retsu.lock.Term;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;

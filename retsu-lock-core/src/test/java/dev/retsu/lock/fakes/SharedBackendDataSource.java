@@ -1,4 +1,4 @@
-package dev.retsu.lock;
+package dev.retsu.lock.fakes;
 
 import dev.retsu.lock.testing.TestDatabase;
 import java.io.PrintWriter;
@@ -13,16 +13,16 @@ import javax.sql.DataSource;
  * Hands every borrower the same backend, as a transaction-mode pooler with one server connection
  * does: {@code close()} of a borrowed handle keeps the backend (and any session lock on it) open.
  */
-final class SharedBackendDataSource implements DataSource, AutoCloseable {
+public final class SharedBackendDataSource implements DataSource, AutoCloseable {
 
   private final Connection backend;
 
-  SharedBackendDataSource(TestDatabase db) throws SQLException {
+  public SharedBackendDataSource(TestDatabase db) throws SQLException {
     this(db.connect());
   }
 
   /** Hands out {@code backend}; {@link #close()} closes it. */
-  SharedBackendDataSource(Connection backend) {
+  public SharedBackendDataSource(Connection backend) {
     this.backend = backend;
   }
 

@@ -1,5 +1,6 @@
-package dev.retsu.lock;
+package dev.retsu.lock.fakes;
 
+import dev.retsu.lock.LockKey;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -31,14 +32,14 @@ public final class TestKeys {
   }
 
   /** The parameters of {@link LockKey#pgLocksPredicate(String)} for {@code key}. */
-  static Object[] lockArguments(LockKey key) {
+  public static Object[] lockArguments(LockKey key) {
     return key.isTwoPart()
         ? new Object[] {key.first(), key.second()}
         : new Object[] {key.value(), key.value()};
   }
 
   /** The key as literal arguments of the advisory lock functions. */
-  static String sqlLiteral(LockKey key) {
+  public static String sqlLiteral(LockKey key) {
     return key.isTwoPart() ? key.first() + ", " + key.second() : key.value() + "::int8";
   }
 }

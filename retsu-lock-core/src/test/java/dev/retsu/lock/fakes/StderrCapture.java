@@ -1,4 +1,4 @@
-package dev.retsu.lock;
+package dev.retsu.lock.fakes;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
@@ -9,17 +9,17 @@ import java.nio.charset.StandardCharsets;
  * writes each line to the {@code System.err} of the moment. The captured text is also printed to
  * the real stderr afterwards, so the test's output keeps it.
  */
-final class StderrCapture {
+public final class StderrCapture {
 
   /** An action that may throw. */
-  interface Action {
+  public interface Action {
     void run() throws Exception;
   }
 
   private StderrCapture() {}
 
   /** Runs {@code action} and returns what was written to {@code System.err} meanwhile. */
-  static String during(Action action) throws Exception {
+  public static String during(Action action) throws Exception {
     PrintStream saved = System.err;
     ByteArrayOutputStream captured = new ByteArrayOutputStream();
     System.setErr(new PrintStream(captured, true, StandardCharsets.UTF_8));

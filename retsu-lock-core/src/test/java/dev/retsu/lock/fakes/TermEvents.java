@@ -1,5 +1,9 @@
-package dev.retsu.lock;
+package dev.retsu.lock.fakes;
 
+import dev.retsu.lock.LeaderListener;
+import dev.retsu.lock.LeaderTask;
+import dev.retsu.lock.LossReason;
+import dev.retsu.lock.Term;
 import dev.retsu.lock.testing.TermChecker;
 import java.time.Duration;
 import java.time.Instant;
@@ -12,15 +16,15 @@ import java.util.concurrent.locks.LockSupport;
  * An in-process candidate's events in {@link TermChecker}'s form (the same as {@link
  * HandOverCandidate}'s), and the task that checks, works 2 ms and returns.
  */
-final class TermEvents implements LeaderListener {
+public final class TermEvents implements LeaderListener {
 
-  final String member;
-  final List<TermChecker.Event> events = new CopyOnWriteArrayList<>();
-  final List<Term> acquired = new CopyOnWriteArrayList<>();
-  final List<Instant> acquiredAt = new CopyOnWriteArrayList<>();
-  final List<LossReason> lost = new CopyOnWriteArrayList<>();
+  public final String member;
+  public final List<TermChecker.Event> events = new CopyOnWriteArrayList<>();
+  public final List<Term> acquired = new CopyOnWriteArrayList<>();
+  public final List<Instant> acquiredAt = new CopyOnWriteArrayList<>();
+  public final List<LossReason> lost = new CopyOnWriteArrayList<>();
 
-  TermEvents(String member) {
+  public TermEvents(String member) {
     this.member = member;
   }
 
@@ -46,7 +50,7 @@ final class TermEvents implements LeaderListener {
   }
 
   /** The task: check, work 2 ms, return. */
-  LeaderTask task() {
+  public LeaderTask task() {
     return ctx -> {
       ctx.ensureLeader();
       add("CHECK", ctx.term().number(), ctx.fencingToken());
@@ -56,7 +60,7 @@ final class TermEvents implements LeaderListener {
   }
 
   /** The monotonic time of the first event of a kind after {@code from}, or -1. */
-  long first(String kind, long from) {
+  public long first(String kind, long from) {
     for (TermChecker.Event e : events) {
       if (e.kind().equals(kind) && e.nanos() - from >= 0) {
         return e.nanos();
@@ -66,7 +70,7 @@ final class TermEvents implements LeaderListener {
   }
 
   /** The monotonic time of the last event of a kind, or -1. */
-  long last(String kind) {
+  public long last(String kind) {
     long at = -1;
     for (TermChecker.Event e : events) {
       if (e.kind().equals(kind)) {
@@ -76,7 +80,7 @@ final class TermEvents implements LeaderListener {
     return at;
   }
 
-  static Duration between(long fromNanos, long toNanos) {
+  public static Duration between(long fromNanos, long toNanos) {
     return Duration.ofNanos(toNanos - fromNanos);
   }
 }
