@@ -338,17 +338,12 @@ public final class LeaderGroup implements AutoCloseable {
    * returns once the first session is open, or throws if it could not be: a database that cannot be
    * reached, a hot standby or a transaction-mode pooler fails fast here. A group built with {@code
    * failFast(false)} returns instead and its sessions keep trying (a transaction pooler still stops
-   * it).
-   *
-   * <p>Keep the returned future, as with {@link LeaderLoop#start}: it completes when the group is
-   * closed (after every session ended), and exceptionally with the cause when the group fails later
-   * ({@link State#FAILED}, {@link #failure()}), for instance on a transaction-mode pooler found by
-   * a reconnect.
+   * it). Keep the returned future, as with {@link LeaderLoop#start}.
    *
    * @param task the work for one key, run on the session that holds it every {@code
    *     refreshInterval}; {@link LeaderContext#term()} says which key
-   * @return completes when the group stops: normally after {@link #close()}, exceptionally with
-   *     what failed it
+   * @return completes once the group is closed (after every session ended), exceptionally with the
+   *     cause when it fails later ({@link State#FAILED}: a transaction pooler found by a reconnect)
    * @throws AdvisoryLockException when the first session could not be opened (the group is then
    *     {@link State#FAILED})
    * @throws IllegalStateException if the group was started or closed already
