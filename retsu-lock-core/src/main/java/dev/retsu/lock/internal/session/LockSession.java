@@ -247,6 +247,15 @@ public final class LockSession implements Session, SessionIo {
     }
   }
 
+  /** After a failed statement: nothing left open, so that the keys can be unlocked next. */
+  private void leaveNoTransaction(SQLException failure) {
+    try {
+      SessionBorrow.endTransaction(conn);
+    } catch (SQLException e) {
+      failure.addSuppressed(e);
+    }
+  }
+
   /**
    * Records the token that the statement which won the key took (a WAIT grant): the next {@link
    * #fencingToken()} returns it without a round trip.
@@ -259,7 +268,7 @@ public final class LockSession implements Session, SessionIo {
 
   /**
    * Takes a fencing token on this session ({@link SessionToken#take}); checks that the backend did
-   * not change.
+   * not change. A failure leaves no transaction open, so the keys just taken can be unlocked.
    *
    * @throws SQLException when the statement failed (a changed backend is an {@link
    *     dev.retsu.lock.UnsafeSessionException})
@@ -271,7 +280,12 @@ public final class LockSession implements Session, SessionIo {
       if (!open.get()) {
         throw closed();
       }
-      return token.take(announce);
+      try {
+        return token.take(announce);
+      } catch (SQLException e) {
+        leaveNoTransaction(e);
+        throw e;
+      }
     } finally {
       io.unlock();
     }
@@ -295,10 +309,12 @@ public final class LockSession implements Session, SessionIo {
         });
   }
 
-  /** Notifies {@code released} before a graceful release ({@link SessionToken#released}). */
-  @Override
-  public void released(List<String> payloads, boolean thenUnlockAll) {
-    if (payloads.isEmpty()) {
+  /**
+   * Notifies {@code released} before a graceful release ({@link SessionToken#released}); best
+   * effort, and nothing on a session already ended.
+   */
+  private void released(String[] payloads, boolean thenUnlockAll) {
+    if (payloads.length == 0) {
       return;
     }
     io.lock();
@@ -306,7 +322,7 @@ public final class LockSession implements Session, SessionIo {
       if (!open.get()) {
         return;
       }
-      token.released(payloads, thenUnlockAll);
+      token.released(List.of(payloads), thenUnlockAll);
     } finally {
       io.unlock();
     }
@@ -326,13 +342,20 @@ public final class LockSession implements Session, SessionIo {
   }
 
   /**
-   * Unlocks keys on this session in one statement; keys it turns out not to hold are logged.
+   * Unlocks keys on this session in one statement; keys it turns out not to hold are logged. The
+   * {@code released} notices go first, in their own statement, so that they are committed before
+   * any key is free.
    *
+   * @param release the keys
+   * @param releasedNotices the notices of the terms that end gracefully ({@code Notices#released}),
+   *     or none
    * @throws SQLException when the statement failed (whether the keys are held is then unknown)
    * @throws ProofException when the backend changed
    */
   @Override
-  public void unlock(List<LockKey> release) throws SQLException, ProofException {
+  public void unlock(List<LockKey> release, String... releasedNotices)
+      throws SQLException, ProofException {
+    released(releasedNotices, false);
     BatchSql.unlock(this, conn, io, release);
     keys.removeAll(release);
   }
@@ -347,10 +370,16 @@ public final class LockSession implements Session, SessionIo {
 
   /**
    * Ends the physical session, which releases every key it holds; never returns it to a pool. A
-   * call in progress on another thread is aborted. Idempotent; never throws.
+   * call in progress on another thread is aborted. A graceful end first notifies {@code
+   * releasedNotices} in the statement that also unlocks every key once they are committed (when the
+   * session is in autocommit with no transaction open), so that a successor waiting on a key hears
+   * of the graceful end before it is granted. Idempotent; never throws.
+   *
+   * @param releasedNotices the notices of the terms that end gracefully, or none
    */
   @Override
-  public void end() {
+  public void end(String... releasedNotices) {
+    released(releasedNotices, true); // the session ends next
     if (open.compareAndSet(true, false)) {
       SessionTerminator.endSession(id.dataSource(), conn, io, id.context());
       LOG.debug("{} Session of backend pid {} ended", id.context(), id.pid());

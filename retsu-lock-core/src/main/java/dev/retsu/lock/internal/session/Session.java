@@ -36,33 +36,27 @@ public interface Session {
   /** Proves it is alive, the same backend, and holds its keys; returns the keys it lost. */
   Set<LockKey> prove() throws ProofException;
 
-  /** Puts the session back in autocommit after user work; true if something had to be undone. */
-  boolean repairAutocommit() throws SQLException;
-
   /** Takes a fencing token on the session, naming it and announcing {@code announce}. */
   FencingToken fencingToken(List<LockKey> announce) throws SQLException;
 
   /** The pid of a preferred candidate's session waiting for a lock this one holds, or 0. */
   int preferredWaiting() throws SQLException;
 
-  /**
-   * Notifies {@code released} notices before a graceful release; best effort. With {@code
-   * thenUnlockAll}, for a session that ends right after, the same round trip then unlocks every key
-   * of the session, once the notices are committed.
-   */
-  void released(List<String> payloads, boolean thenUnlockAll);
-
   /** Tries keys in one statement, taking at most {@code limit}. */
   List<LockKey> tryLock(List<LockKey> batch, int limit) throws SQLException, ProofException;
 
-  /** Unlocks keys in one statement. */
-  void unlock(List<LockKey> release) throws SQLException, ProofException;
+  /**
+   * Unlocks keys in one statement, after notifying {@code releasedNotices} (best effort: a failed
+   * notice does not stop the unlock).
+   */
+  void unlock(List<LockKey> release, String... releasedNotices) throws SQLException, ProofException;
 
-  /** Ends the session, which releases every key. Idempotent; never throws. */
-  void end();
-
-  /** Ends it at once without writing to it. Idempotent; never throws. */
-  void abort();
+  /**
+   * Ends the session, which releases every key; a graceful end first notifies {@code
+   * releasedNotices} (best effort), in the round trip that also unlocks every key once they are
+   * committed. Idempotent; never throws.
+   */
+  void end(String... releasedNotices);
 
   /** The worker's view: its listener, the socket, the I/O lock. */
   SessionIo io();

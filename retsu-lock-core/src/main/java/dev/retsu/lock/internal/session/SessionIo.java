@@ -48,6 +48,21 @@ public interface SessionIo {
     default void keysLost(Set<LockKey> keys) {}
   }
 
+  /**
+   * Puts the session back in autocommit with no transaction open after user work (a refresh): rolls
+   * back what was left uncommitted.
+   *
+   * @return true if something had to be rolled back or autocommit turned back on
+   * @throws SQLException when the session failed
+   */
+  boolean repairAutocommit() throws SQLException;
+
+  /**
+   * Ends the session at once without writing to it (self-fencing: no socket write that could
+   * block). Idempotent; never throws.
+   */
+  void abort();
+
   /** Tells {@code l} what this session finds from now on. */
   void listen(Listener l);
 

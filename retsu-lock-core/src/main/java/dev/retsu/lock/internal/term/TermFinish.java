@@ -2,6 +2,7 @@ package dev.retsu.lock.internal.term;
 
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.LossReason;
+import dev.retsu.lock.Term;
 import dev.retsu.lock.internal.session.Notices;
 import dev.retsu.lock.internal.session.ProofException;
 import dev.retsu.lock.internal.session.Session;
@@ -116,8 +117,7 @@ final class TermFinish {
     }
     if (!unlock.isEmpty() && ends.endReason() == null && session.isOpen()) {
       try {
-        session.released(releasedNotices(unlockedTerms), false);
-        session.unlock(unlock);
+        session.unlock(unlock, releasedNotices(unlockedTerms));
       } catch (java.sql.SQLException e) {
         // Not knowing whether the keys are still held, end the session: that releases them.
         ends.endSession(LossReason.SESSION_LOST, e, false);
@@ -144,12 +144,9 @@ final class TermFinish {
     } finally {
       try {
         if (abort) {
-          session.abort();
+          session.io().abort();
         } else {
-          if (policy.unlocks(t.reason())) {
-            session.released(releasedNotices(List.of(t)), true); // the session ends next
-          }
-          session.end();
+          session.end(policy.unlocks(t.reason()) ? releasedNotices(List.of(t)) : new String[0]);
         }
       } finally {
         logEnd(t); // after the release: a successor waits for nothing here
@@ -180,7 +177,7 @@ final class TermFinish {
           session.id().context(),
           listening.getName(),
           options.closeTimeout());
-      session.abort(); // no write: the listener's thread may be in a call on the session
+      session.io().abort(); // no write: the listener's thread may be in a call on the session
     }
   }
 
@@ -213,14 +210,11 @@ final class TermFinish {
       }
     } finally {
       if (abort) {
-        session.abort();
+        session.io().abort();
       } else {
         List<TermState> released = new ArrayList<>(releasedAtEnd);
         released.addAll(told);
-        if (policy.unlocks(why) && !released.isEmpty()) {
-          session.released(releasedNotices(released), true); // the session ends next
-        }
-        session.end();
+        session.end(policy.unlocks(why) ? releasedNotices(released) : new String[0]);
       }
       if (policy == ReleasePolicy.END_SESSION) {
         for (TermState t : told) {
@@ -234,10 +228,11 @@ final class TermFinish {
   }
 
   /** The {@code released} notices of terms whose keys this session releases gracefully now. */
-  private List<String> releasedNotices(List<TermState> released) {
-    List<String> out = new ArrayList<>(released.size());
-    for (TermState t : released) {
-      out.add(Notices.released(t.term().key(), session.id().pid(), t.term().fencingToken()));
+  private String[] releasedNotices(List<TermState> released) {
+    String[] out = new String[released.size()];
+    for (int i = 0; i < out.length; i++) {
+      Term t = released.get(i).term();
+      out[i] = Notices.released(t.key(), session.id().pid(), t.fencingToken());
     }
     return out;
   }

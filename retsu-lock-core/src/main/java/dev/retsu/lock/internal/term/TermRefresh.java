@@ -130,7 +130,7 @@ final class TermRefresh {
       return;
     }
     try {
-      if (session.repairAutocommit()) {
+      if (session.io().repairAutocommit()) {
         LOG.warn(
             "{} A refresh left autocommit off or a transaction open; rolled back what was not"
                 + " committed and turned autocommit back on, so the session stays observable"

@@ -6,6 +6,7 @@ import dev.retsu.lock.LeaderInfo;
 import dev.retsu.lock.LockKey;
 import dev.retsu.lock.internal.TimeSource;
 import dev.retsu.lock.internal.session.HolderSql;
+import dev.retsu.lock.internal.session.LockSession;
 import dev.retsu.lock.internal.session.Notices;
 import dev.retsu.lock.internal.session.PgSession;
 import dev.retsu.lock.internal.session.Session;
@@ -67,7 +68,7 @@ public final class Watcher implements Runnable {
   private final ConcurrentLinkedQueue<Runnable> requests = new ConcurrentLinkedQueue<>();
   private final WatchedKeys keys;
   private final String candidateRole;
-  private volatile Session session;
+  private volatile LockSession session;
   private volatile Thread thread;
   private volatile boolean connected;
 
@@ -100,7 +101,7 @@ public final class Watcher implements Runnable {
    * @throws AdvisoryLockException when the session cannot be opened
    */
   public void start(String name) {
-    Session s = SessionOpener.open(spec);
+    LockSession s = SessionOpener.open(spec);
     try {
       s.call(this::listen);
     } catch (SQLException e) {
@@ -156,7 +157,7 @@ public final class Watcher implements Runnable {
   @Override
   public void run() {
     while (!closed.get()) {
-      Session s = session;
+      LockSession s = session;
       if (s == null) {
         try {
           s = SessionOpener.open(spec);
@@ -292,7 +293,7 @@ public final class Watcher implements Runnable {
       try {
         t.join(wait.toMillis());
         if (t.isAlive()) {
-          Session s = session;
+          LockSession s = session;
           if (s != null) {
             s.abort();
           }

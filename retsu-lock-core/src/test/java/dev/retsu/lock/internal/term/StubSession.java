@@ -234,11 +234,6 @@ public final class StubSession implements Session, SessionIo {
   }
 
   @Override
-  public void released(List<String> payloads, boolean thenUnlockAll) {
-    log.add("notified " + payloads.size() + " released" + (thenUnlockAll ? ", unlocked all" : ""));
-  }
-
-  @Override
   public List<LockKey> tryLock(List<LockKey> batch, int limit) {
     List<LockKey> taken = batch.subList(0, Math.min(limit, batch.size()));
     keys.addAll(taken);
@@ -246,14 +241,20 @@ public final class StubSession implements Session, SessionIo {
   }
 
   @Override
-  public void unlock(List<LockKey> release) {
+  public void unlock(List<LockKey> release, String... releasedNotices) {
+    if (releasedNotices.length > 0) {
+      log.add("notified " + releasedNotices.length + " released");
+    }
     keys.removeAll(release);
     log.add("unlocked " + release.size());
   }
 
   @Override
-  public void end() {
+  public void end(String... releasedNotices) {
     if (open.compareAndSet(true, false)) {
+      if (releasedNotices.length > 0) {
+        log.add("notified " + releasedNotices.length + " released, unlocked all");
+      }
       log.add("released");
     }
   }
