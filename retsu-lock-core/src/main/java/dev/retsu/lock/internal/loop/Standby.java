@@ -42,6 +42,7 @@ public final class Standby implements AutoCloseable {
   private volatile boolean reached;
   private volatile boolean graceful;
   private volatile int preferredAtGrant;
+  private volatile boolean waiting;
   private int failedTerms;
 
   /**
@@ -100,8 +101,10 @@ public final class Standby implements AutoCloseable {
       }
       WarmUp.leaderPath(); // before the wait whose grant must be fast
     }
+    waiting = true;
     try {
       Optional<LockSession> granted = w.await();
+      waiting = false;
       if (granted.isEmpty()) {
         return Optional.empty();
       }
@@ -110,9 +113,20 @@ public final class Standby implements AutoCloseable {
       preferredAtGrant = w.preferredWaitingAtGrant();
       return Optional.of(granted.get());
     } catch (AdvisoryLockException e) {
+      waiting = false;
       waiter = null; // the waiter ended its session
       throw e;
     }
+  }
+
+  /**
+   * Whether a WAIT attempt is blocked in its wait right now: the lock is held elsewhere, and this
+   * standby is queued for it.
+   *
+   * @return true during a WAIT standby's wait
+   */
+  public boolean isWaiting() {
+    return waiting;
   }
 
   /**
