@@ -198,6 +198,19 @@ public final class LeaderLoop implements AutoCloseable {
   }
 
   /**
+   * Returns whether this candidate is a {@link TakeoverMode#WAIT} standby queued on the lock right
+   * now: its waiting session is blocked behind the session that holds the key, and is granted the
+   * key the moment that session lets it go. A local hint without I/O, for health checks: a WAIT
+   * standby hears of an attempt ({@link LeaderListener#onAttempt}) only when a wait ends, after up
+   * to {@code waitTimeout}. Always false in POLL, which holds no session between attempts.
+   *
+   * @return true while a WAIT standby's wait is in progress
+   */
+  public boolean isWaiting() {
+    return standby.isWaiting() && loop.current() == null;
+  }
+
+  /**
    * Returns the current term, while leading.
    *
    * @return the term, or empty when not leading

@@ -174,6 +174,7 @@ public final class LeaderWatch implements AutoCloseable {
     private Duration reconnectInterval = DEFAULT_RECONNECT_INTERVAL;
     private Duration roundTripTimeout = AdvisoryLock.DEFAULT_ROUND_TRIP_TIMEOUT;
     private String candidateRole;
+    private boolean failFast = true;
 
     private Builder(DataSource dataSource) {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -248,14 +249,30 @@ public final class LeaderWatch implements AutoCloseable {
     }
 
     /**
+     * Sets whether {@link #open()} fails when the watch's session cannot be opened. With {@code
+     * false} the watch opens anyway, disconnected ({@link LeaderWatch#isConnected()} false, every
+     * key's leader unknown), and its thread opens the session every {@code reconnectInterval}, as
+     * after a lost one; the keys are then read from {@code pg_locks}. For an application that may
+     * start before its database. Defaults to {@code true}: a wrong URL fails at once.
+     *
+     * @param failFast whether a session that cannot be opened fails {@link #open()}
+     * @return this builder
+     */
+    public Builder failFast(boolean failFast) {
+      this.failFast = failFast;
+      return this;
+    }
+
+    /**
      * Opens the watch: its session, listening, and its thread.
      *
      * @return the watch
-     * @throws AdvisoryLockException when its session cannot be opened
+     * @throws AdvisoryLockException when its session cannot be opened (unless {@link
+     *     #failFast(boolean) failFast(false)})
      */
     public LeaderWatch open() {
       LeaderWatch w = new LeaderWatch(this);
-      w.watcher.start("retsu-lock-watch-" + w.name);
+      w.watcher.start("retsu-lock-watch-" + w.name, failFast);
       return w;
     }
   }

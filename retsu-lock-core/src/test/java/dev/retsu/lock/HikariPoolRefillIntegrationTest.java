@@ -89,6 +89,28 @@ class HikariPoolRefillIntegrationTest {
     assertThat(fixed).isEmpty();
   }
 
+  @Test
+  void theWarningNamesAPoolThatHasNoNameYetByItsUrlWithoutTheQuery(TestDatabase db)
+      throws Exception {
+    List<String> unnamed;
+    // Built as Spring Boot builds it: not started, no name (HikariCP names it when it starts).
+    try (HikariDataSource pool = new HikariDataSource()) {
+      pool.setJdbcUrl(db.jdbcUrl() + "?password=secret");
+      pool.setUsername(db.user());
+      pool.setPassword(db.password());
+      pool.setMaximumPoolSize(4);
+      pool.setMinimumIdle(1);
+      unnamed = warnings(() -> AdvisoryLock.of(pool, TestKeys.next()));
+    }
+    assertThat(unnamed)
+        .singleElement()
+        .asString()
+        .contains(
+            "HikariCP pool (not named yet; set poolName, or spring.datasource.hikari.pool-name"
+                + " under Spring Boot) of jdbc:postgresql://")
+        .doesNotContain("pool null", "secret");
+  }
+
   /**
    * Two leases hold both of the pool's connections; a third attempt begins to wait for one; then
    * both leases end. Returns "acquired", or the exception the third attempt ended with.

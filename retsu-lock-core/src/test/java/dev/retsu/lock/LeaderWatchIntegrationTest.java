@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import dev.retsu.lock.fakes.DownUntilOpened;
 import dev.retsu.lock.fakes.TestKeys;
 import dev.retsu.lock.fakes.TestLoops;
 import dev.retsu.lock.testing.PostgresExtension;
@@ -269,6 +270,37 @@ class LeaderWatchIntegrationTest {
     assertThatThrownBy(() -> LeaderInfo.of(db.dataSource(), List.of()))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessage("keys must name at least one key, but was empty");
+  }
+
+  @Test
+  void aWatchThatNeedNotFailFastOpensWhileTheDatabaseIsDownAndReportsOnceItIsUp(TestDatabase db)
+      throws Exception {
+    DownUntilOpened down = new DownUntilOpened(db.dataSource());
+    assertThatThrownBy(() -> LeaderWatch.open(down))
+        .isInstanceOf(AdvisoryLockException.class)
+        .hasMessageContaining("08001");
+    LockKey key = TestKeys.next();
+    LeaderWatch w =
+        track(
+            LeaderWatch.builder(down)
+                .reconnectInterval(Duration.ofMillis(100))
+                .failFast(false)
+                .open());
+    List<LeaderChange> heard = new CopyOnWriteArrayList<>();
+    w.watch(key, heard::add);
+    assertThat(w.isConnected()).isFalse();
+    await().atMost(Duration.ofSeconds(5)).until(() -> down.refused() >= 3);
+    assertThat(heard).isEmpty();
+    LeaderLoop leader =
+        track(TestLoops.fast(LeaderLoop.builder(db.dataSource(), key)).candidateId("up").build());
+    leader.start(ctx -> {});
+    await().atMost(Duration.ofSeconds(10)).until(leader::isLeader);
+    down.open();
+    await().atMost(Duration.ofSeconds(10)).until(w::isConnected);
+    await()
+        .atMost(Duration.ofSeconds(10))
+        .until(() -> w.leader(key).map(LeaderInfo::candidateId).orElse("").equals("up"));
+    assertThat(heard).isNotEmpty();
   }
 
   @Test

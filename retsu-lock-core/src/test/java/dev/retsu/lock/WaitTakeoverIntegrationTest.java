@@ -78,6 +78,8 @@ class WaitTakeoverIntegrationTest {
     b.start(ctx -> firstRefresh.compareAndSet(0, System.nanoTime()));
     await().atMost(WITHIN).until(() -> db.clientSessions("retsu-lock:wait-b") == 1);
     assertThat(lb.of("attempt")).isEmpty(); // still inside its first, blocking wait
+    await().atMost(WITHIN).until(b::isWaiting); // which health can tell without I/O
+    assertThat(a.isWaiting()).isFalse();
 
     long closed = System.nanoTime();
     a.close();
@@ -87,6 +89,7 @@ class WaitTakeoverIntegrationTest {
     record("wait-takeover-after-close-ms", (firstRefresh.get() - closed) / 1e6);
     assertThat(lb.of("attempt")).hasSize(1);
     assertThat(lb.of("attempt").get(0).detail()).isEqualTo(AttemptResult.ACQUIRED);
+    assertThat(b.isWaiting()).isFalse();
   }
 
   /**

@@ -42,6 +42,7 @@ public final class Standby implements AutoCloseable {
   private volatile boolean reached;
   private volatile boolean graceful;
   private volatile int preferredAtGrant;
+  private volatile boolean waiting;
   private int failedTerms;
 
   /**
@@ -101,7 +102,13 @@ public final class Standby implements AutoCloseable {
       WarmUp.leaderPath(); // before the wait whose grant must be fast
     }
     try {
-      Optional<LockSession> granted = w.await();
+      Optional<LockSession> granted;
+      waiting = true;
+      try {
+        granted = w.await();
+      } finally {
+        waiting = false;
+      }
       if (granted.isEmpty()) {
         return Optional.empty();
       }
@@ -113,6 +120,16 @@ public final class Standby implements AutoCloseable {
       waiter = null; // the waiter ended its session
       throw e;
     }
+  }
+
+  /**
+   * Whether a WAIT attempt is blocked in its wait right now: the lock is held elsewhere, and this
+   * standby is queued for it.
+   *
+   * @return true during a WAIT standby's wait
+   */
+  public boolean isWaiting() {
+    return waiting;
   }
 
   /**

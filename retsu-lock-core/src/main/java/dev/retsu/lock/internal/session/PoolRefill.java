@@ -53,10 +53,28 @@ final class PoolRefill {
             + " is full can wait connectionTimeout ({} ms) and fail although the pool has room"
             + " again (HikariCP issue 906). Leave minimumIdle unset or set it to maximumPoolSize (a"
             + " fixed-size pool, HikariCP's default)",
-        get(dataSource, "getPoolName"),
+        name(dataSource),
         min,
         max,
         get(dataSource, "getConnectionTimeout"));
+  }
+
+  /**
+   * The pool's name; a pool that has not started yet has none unless it was given one (HikariCP
+   * names it {@code HikariPool-<n>} when it starts; Spring Boot sets none by default), so then its
+   * URL without the query, which may carry a password, and where to set a name.
+   */
+  static String name(DataSource dataSource) {
+    Object name = get(dataSource, "getPoolName");
+    if (name != null) {
+      return String.valueOf(name);
+    }
+    Object url = get(dataSource, "getJdbcUrl");
+    String where = url == null ? "" : String.valueOf(url);
+    int query = where.indexOf('?');
+    where = query < 0 ? where : where.substring(0, query);
+    return "(not named yet; set poolName, or spring.datasource.hikari.pool-name under Spring Boot)"
+        + (where.isEmpty() ? "" : " of " + where);
   }
 
   private static boolean isHikari(Class<?> type) {

@@ -98,21 +98,42 @@ public final class Watcher implements Runnable {
    * Opens the session once, on the calling thread (a wrong URL fails here), and starts the thread.
    *
    * @param name the thread's name
-   * @throws AdvisoryLockException when the session cannot be opened
+   * @param failFast whether a session that cannot be opened now fails the start; otherwise the
+   *     thread opens it every {@code reconnectInterval}, as after a lost session
+   * @throws AdvisoryLockException when the session cannot be opened and {@code failFast}
    */
-  public void start(String name) {
-    LockSession s = SessionOpener.open(spec);
+  public void start(String name, boolean failFast) {
+    LockSession s = null;
     try {
+      s = SessionOpener.open(spec);
       s.call(this::listen);
     } catch (SQLException e) {
       s.end();
-      throw SessionOpener.failed(spec, "Listening failed", e);
+      s = null;
+      AdvisoryLockException failed = SessionOpener.failed(spec, "Listening failed", e);
+      if (failFast) {
+        throw failed;
+      }
+      notOpened(failed);
+    } catch (AdvisoryLockException e) {
+      if (failFast) {
+        throw e;
+      }
+      notOpened(e);
     }
     session = s;
     Thread t = new Thread(this, name);
     t.setDaemon(true);
     thread = t;
     t.start();
+  }
+
+  private void notOpened(AdvisoryLockException e) {
+    LOG.warn(
+        "{} The watch session cannot be opened yet; opening it every {} until it is: {}",
+        spec.context(),
+        reconnectInterval,
+        e.getMessage());
   }
 
   private Void listen(Connection c) throws SQLException {
@@ -164,7 +185,7 @@ public final class Watcher implements Runnable {
           s.call(this::listen);
           session = s;
           keys.readAllAgain(); // changes may have been missed while away
-          LOG.info("{} Watch session opened again on backend pid {}", spec.context(), s.id().pid());
+          LOG.info("{} Watch session opened on backend pid {}", spec.context(), s.id().pid());
         } catch (AdvisoryLockException | SQLException e) {
           if (s != null) {
             s.end();

@@ -124,15 +124,25 @@ class BootCollectorIntegrationTest {
      * these JVMs end killed.
      */
     static BootProcess start(TestDatabase db, Path tmp, String name, String takeover) {
+      return start(db, tmp, name, takeover, List.of());
+    }
+
+    /** Starts one collector with more JVM options, e.g. {@code -Dspring.aot.enabled=true}. */
+    static BootProcess start(
+        TestDatabase db, Path tmp, String name, String takeover, List<String> jvmOptions) {
       int port = freePort();
+      List<String> options = new ArrayList<>();
+      options.addAll(
+          List.of(
+              "-Xmx192m",
+              "-XX:+UseSerialGC",
+              "-XX:TieredStopAtLevel=1",
+              "-Djava.io.tmpdir=" + tmp));
+      options.addAll(jvmOptions);
       ProcessBuilder pb =
           new ProcessBuilder(
               javaCommand(
-                  List.of(
-                      "-Xmx192m",
-                      "-XX:+UseSerialGC",
-                      "-XX:TieredStopAtLevel=1",
-                      "-Djava.io.tmpdir=" + tmp),
+                  options,
                   BootCollectorApplication.class,
                   List.of(
                       "--server.port=" + port,

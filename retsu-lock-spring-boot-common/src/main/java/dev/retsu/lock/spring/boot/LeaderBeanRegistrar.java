@@ -2,12 +2,10 @@ package dev.retsu.lock.spring.boot;
 
 import java.util.Map;
 import java.util.Set;
-import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.config.BeanDefinition;
-import org.springframework.beans.factory.support.AbstractBeanDefinition;
-import org.springframework.beans.factory.support.BeanDefinitionBuilder;
 import org.springframework.beans.factory.support.BeanDefinitionRegistry;
 import org.springframework.beans.factory.support.BeanDefinitionRegistryPostProcessor;
+import org.springframework.beans.factory.support.RootBeanDefinition;
 import org.springframework.boot.context.properties.bind.Bindable;
 import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.core.env.Environment;
@@ -41,30 +39,41 @@ final class LeaderBeanRegistrar implements BeanDefinitionRegistryPostProcessor {
 
   @Override
   public void postProcessBeanDefinitionRegistry(BeanDefinitionRegistry registry) {
-    BeanFactory factory = (BeanFactory) registry;
     for (String name : leaderNames(environment)) {
-      register(
-          registry,
-          RetsuLeaders.BEAN_NAME_PREFIX + name,
-          BeanDefinitionBuilder.genericBeanDefinition(
-              RetsuLeader.class, () -> factory.getBean(RetsuLeaders.class).get(name)));
+      register(registry, RetsuLeaders.BEAN_NAME_PREFIX + name, RetsuLeader.class, "get", name);
     }
     for (String name : groups(environment).keySet()) {
       register(
           registry,
           RetsuLeaders.GROUP_BEAN_NAME_PREFIX + name,
-          BeanDefinitionBuilder.genericBeanDefinition(
-              RetsuLeaderGroup.class, () -> factory.getBean(RetsuLeaders.class).group(name)));
+          RetsuLeaderGroup.class,
+          "group",
+          name);
     }
   }
 
+  /**
+   * A bean made by a factory method of the {@link RetsuLeaders} bean ({@code get(name)} or {@code
+   * group(name)}), not by a callback: ahead-of-time processing writes such a definition as code,
+   * which it cannot do for a callback. A definition that is there already (the one written ahead of
+   * time) is kept.
+   */
   private static void register(
-      BeanDefinitionRegistry registry, String bean, BeanDefinitionBuilder builder) {
-    AbstractBeanDefinition definition =
-        builder
-            .setRole(BeanDefinition.ROLE_INFRASTRUCTURE)
-            .addDependsOn(RetsuLockAutoConfiguration.LEADERS_BEAN)
-            .getBeanDefinition();
+      BeanDefinitionRegistry registry,
+      String bean,
+      Class<?> type,
+      String factoryMethod,
+      String name) {
+    if (registry.containsBeanDefinition(bean)) {
+      return;
+    }
+    RootBeanDefinition definition = new RootBeanDefinition();
+    definition.setFactoryBeanName(RetsuLockAutoConfiguration.LEADERS_BEAN);
+    definition.setFactoryMethodName(factoryMethod);
+    definition.getConstructorArgumentValues().addIndexedArgumentValue(0, name);
+    definition.setTargetType(type);
+    definition.setRole(BeanDefinition.ROLE_INFRASTRUCTURE);
+    definition.setDependsOn(RetsuLockAutoConfiguration.LEADERS_BEAN);
     definition.setLazyInit(false);
     registry.registerBeanDefinition(bean, definition);
   }

@@ -94,7 +94,13 @@ final class LeaderOnlyBeanPostProcessor extends AbstractBeanFactoryAwareAdvising
                 + groups.keySet()
                 + ", but was '"
                 + a.value()
-                + "'");
+                + "'; to configure the leader '"
+                + a.value()
+                + "', set a property under retsu.lock.leaders."
+                + a.value()
+                + ", for example retsu.lock.leaders."
+                + a.value()
+                + ".refresh-interval=15s");
       } else if (!a.key().isEmpty()) {
         throw new BeanCreationException(
             beanName,

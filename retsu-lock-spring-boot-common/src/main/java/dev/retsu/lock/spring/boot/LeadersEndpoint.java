@@ -22,16 +22,22 @@ import org.springframework.lang.Nullable;
  * A holder whose session is outside the candidates' role shows {@code "foreign": true} and {@code
  * "self": false}, with no candidate and no token, whatever its session's name claims.
  *
- * <p>One write operation, {@code POST /actuator/leaders/{name}} with an optional JSON body {@code
- * {"cooldown": "30s"}} (a group also needs {@code "key"}): the leader yields ({@link
- * RetsuLeader#yield(Duration)}). It answers 200 when this instance led and handed over, 409 when it
- * does not lead here (the body names the holder as far as it is known), 404 for an unknown name,
- * 400 for a bad cooldown or key. Write operations are off by default ({@code defaultAccess =
- * READ_ONLY}): {@code management.endpoint.leaders.access=unrestricted} turns it on, and it should
- * then be secured like any write operation.
+ * <p>One write operation, {@code POST /actuator/leaders/{name}}, without a body or with a JSON body
+ * {@code {"cooldown": "30s"}} (a group also needs {@code "key"}): the leader yields ({@link
+ * RetsuLeader#yield(Duration)}). It answers 200 when this instance led and handed over (the body
+ * says how many candidate sessions were waiting on the key, and what happens next: with POLL
+ * standbys nobody waits, and the key stays free until a standby's next attempt), 409 when it does
+ * not lead here (the body names the holder as far as it is known), 404 for an unknown name, 400 for
+ * a bad cooldown or key. A leader's 200 and 409 also say how this instance contends ({@code
+ * takeover}). Write operations are off by default ({@code defaultAccess = READ_ONLY}): {@code
+ * management.endpoint.leaders.access=unrestricted} turns it on, and it should then be secured like
+ * any write operation.
  */
 @Endpoint(id = "leaders", defaultAccess = Access.READ_ONLY)
 public class LeadersEndpoint {
+
+  private static final org.slf4j.Logger LOG =
+      org.slf4j.LoggerFactory.getLogger(LeadersEndpoint.class);
 
   /** The cooldown of a yield that names none: 30 seconds. */
   public static final Duration DEFAULT_YIELD_COOLDOWN = Duration.ofSeconds(30);
@@ -77,6 +83,19 @@ public class LeadersEndpoint {
   }
 
   /**
+   * {@code POST /actuator/leaders/{name}} without a body (no {@code Content-Type} needed): {@link
+   * #yield(String, String, String)} with the default cooldown. A POST with a JSON body goes to that
+   * operation instead.
+   *
+   * @param name the leader's name
+   * @return as {@link #yield(String, String, String)}
+   */
+  @WriteOperation
+  public WebEndpointResponse<Map<String, Object>> yieldWithoutBody(@Selector String name) {
+    return this.yield(name, null, null);
+  }
+
+  /**
    * Makes this instance's leader (or group member, for one key) hand over, if it leads here.
    *
    * @param name the leader's or group's name
@@ -114,18 +133,18 @@ public class LeadersEndpoint {
         if (key != null) {
           return response(400, name, key, "key is for a group, but '" + name + "' is a leader");
         }
+        Integer waiting = l.isLeader() ? waitingSessions(l) : null;
         if (!l.yield(wait)) {
-          Map<String, Object> body = body(name, null, false);
-          body.put(
-              "error",
-              "this instance ("
-                  + l.candidateId()
-                  + ") does not lead '"
-                  + name
-                  + "'; only the leader can yield");
-          body.put("holder", l.details().get("holder"));
-          return new WebEndpointResponse<>(body, 409);
+          return notLeading(l);
         }
+        Map<String, Object> body = body(name, null, true);
+        body.put("cooldown", wait.toString());
+        body.put("takeover", l.takeover().name());
+        body.put("waitingCandidates", waiting);
+        String next = next(l, waiting, wait);
+        body.put("next", next);
+        LOG.info("[leader={}] Yielded through the leaders endpoint: {}", name, next);
+        return new WebEndpointResponse<>(body, 200);
       } else {
         if (key == null) {
           return response(
@@ -153,6 +172,83 @@ public class LeadersEndpoint {
     Map<String, Object> body = body(name, key, true);
     body.put("cooldown", wait.toString());
     return new WebEndpointResponse<>(body, 200);
+  }
+
+  private WebEndpointResponse<Map<String, Object>> notLeading(RetsuLeader l) {
+    Map<String, Object> body = body(l.name(), null, false);
+    body.put(
+        "error",
+        "this instance ("
+            + l.candidateId()
+            + ") does not lead '"
+            + l.name()
+            + "'; only the leader can yield");
+    body.put("takeover", l.takeover().name());
+    Map<String, Object> described = describe(l);
+    body.put("holder", described.get("holder"));
+    if (described.containsKey("holderError")) {
+      body.put("holderError", described.get("holderError"));
+    }
+    return new WebEndpointResponse<>(body, 409);
+  }
+
+  /**
+   * What happens to the key after this yield, for the operator: a waiting standby is granted it at
+   * once; without one (POLL standbys wait between attempts and hold nothing) the key stays free
+   * until a standby's next attempt, and this instance may take it back after its cooldown.
+   */
+  private static String next(RetsuLeader l, Integer waiting, Duration cooldown) {
+    if (waiting != null && waiting > 0) {
+      return waiting
+          + (waiting == 1 ? " candidate session was" : " candidate sessions were")
+          + " waiting on the key (WAIT standbys): the first is granted it at once";
+    }
+    String seen =
+        waiting == null
+            ? "whether a candidate was waiting on the key could not be read"
+            : "no candidate was waiting on the key";
+    String text =
+        seen
+            + ": it stays free until a POLL standby's next attempt (each standby tries every"
+            + " retry-interval, here "
+            + l.retryInterval()
+            + "), and this instance contends again after its cooldown of "
+            + cooldown;
+    if (cooldown.compareTo(l.retryInterval()) < 0) {
+      text +=
+          ", shorter than the retry-interval: this instance may take the key back before a"
+              + " standby tries";
+    }
+    return text;
+  }
+
+  /**
+   * The sessions queued on the leader's key (WAIT standbys), from {@code pg_locks} on a connection
+   * borrowed from the locks' DataSource; null when it cannot be read.
+   */
+  private Integer waitingSessions(RetsuLeader l) {
+    javax.sql.DataSource ds = leaders.lockDataSource();
+    if (ds == null) {
+      return null;
+    }
+    dev.retsu.lock.LockKey k = l.key();
+    String sql =
+        "SELECT count(*)::int4 FROM pg_catalog.pg_locks l WHERE l.locktype = 'advisory' AND NOT"
+            + " l.granted AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE"
+            + " d.datname = pg_catalog.current_database()) AND l.objsubid = ? AND l.classid ="
+            + " ?::int8::oid AND l.objid = ?::int8::oid";
+    try (java.sql.Connection c = ds.getConnection();
+        java.sql.PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setInt(1, k.isTwoPart() ? 2 : 1);
+      ps.setLong(2, Integer.toUnsignedLong(k.isTwoPart() ? k.first() : (int) (k.value() >>> 32)));
+      ps.setLong(3, Integer.toUnsignedLong(k.isTwoPart() ? k.second() : (int) k.value()));
+      try (java.sql.ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? rs.getInt(1) : null;
+      }
+    } catch (java.sql.SQLException | RuntimeException e) {
+      LOG.debug("[leader={}] Could not count the sessions waiting on the key", l.name(), e);
+      return null;
+    }
   }
 
   private static Map<String, Object> body(String name, String key, boolean yielded) {

@@ -16,8 +16,9 @@ import java.util.Optional;
 /**
  * A leader on the database: one {@link LeaderLoop} on its own thread {@code
  * retsu-lock-leader-<name>}. It remembers why it does not lead (the last attempt found the lock
- * held, or could not reach the database, or the last term ended and it backs off), so health can
- * say so without I/O. Thread-safe.
+ * held, or could not reach the database, or the last term ended and it backs off; a WAIT standby
+ * queued behind the holder counts as held elsewhere from the start of its wait), so health can say
+ * so without I/O. Thread-safe.
  */
 final class LoopCandidacy implements Candidacy {
 
@@ -38,6 +39,10 @@ final class LoopCandidacy implements Candidacy {
   private volatile Waiting waiting = Waiting.STARTING;
   private volatile Instant waitingSince = Instant.now();
   private volatile String lastError;
+
+  /** When health first saw the WAIT standby queued, before an attempt said it is held elsewhere. */
+  private final java.util.concurrent.atomic.AtomicReference<Instant> waitSeen =
+      new java.util.concurrent.atomic.AtomicReference<>();
 
   LoopCandidacy(String name, LeaderLoop loop) {
     this.name = name;
@@ -100,8 +105,20 @@ final class LoopCandidacy implements Candidacy {
     if (state == LeaderLoop.State.RUNNING && !loop.isLeader()) {
       Map<String, Object> standby = new LinkedHashMap<>();
       Waiting w = waiting;
+      Instant since = waitingSince;
+      if (loop.isWaiting()) {
+        // A WAIT standby queued behind the holder: its attempt ends only with the grant or after
+        // wait-timeout, so no attempt has said so yet.
+        if (w != Waiting.HELD_ELSEWHERE) {
+          waitSeen.compareAndSet(null, Instant.now());
+          since = waitSeen.get();
+        }
+        w = Waiting.HELD_ELSEWHERE;
+      } else {
+        waitSeen.set(null);
+      }
       standby.put("reason", w.name().toLowerCase(java.util.Locale.ROOT).replace('_', '-'));
-      standby.put("since", waitingSince.toString());
+      standby.put("since", since.toString());
       String error = lastError;
       if (w == Waiting.DATABASE_UNREACHABLE && error != null) {
         standby.put("lastError", error);

@@ -69,6 +69,8 @@ public final class RetsuLeader implements SmartLifecycle {
   private volatile Instant lastRefresh;
   private volatile JdbcTemplate jdbcTemplate;
   private final LeaderChangeEvents changes;
+  private final dev.retsu.lock.TakeoverMode takeover;
+  private final Duration retryInterval;
 
   RetsuLeader(
       String name,
@@ -89,6 +91,8 @@ public final class RetsuLeader implements SmartLifecycle {
     this.candidateId = candidateId;
     this.candidacy = candidacy;
     this.testMode = settings.getTestMode();
+    this.takeover = settings.getTakeover();
+    this.retryInterval = settings.getRetryInterval();
     this.role = settings.getRole() == null ? name : settings.getRole();
     this.autoStartup = settings.isAutoStartup();
     this.phase = phase;
@@ -413,6 +417,16 @@ public final class RetsuLeader implements SmartLifecycle {
     Method m = invocation.getMethod();
     JobObserver.Job job = methodJobs.computeIfAbsent(m, x -> jobs.job(jobName(x)));
     return gate.invoke(invocation, job);
+  }
+
+  /** How this instance contends as a standby ({@code takeover}). */
+  dev.retsu.lock.TakeoverMode takeover() {
+    return takeover;
+  }
+
+  /** The wait between two attempts of a POLL standby ({@code retry-interval}). */
+  Duration retryInterval() {
+    return retryInterval;
   }
 
   /** The job name of a {@code @LeaderOnly} method: its class's simple name and the method's. */

@@ -197,8 +197,9 @@ public final class RetsuLeaders implements DisposableBean, SmartInitializingSing
   }
 
   /**
-   * Opens the context's watch when {@code retsu.lock.watch.enabled} and there is a DataSource; a
-   * database that cannot be reached fails startup, with the SQLState in the cause.
+   * Opens the context's watch when {@code retsu.lock.watch.enabled} and there is a DataSource. Like
+   * the leaders ({@code fail-fast=false}), a database that cannot be reached does not fail startup:
+   * the watch opens its session every second until it is up, then reads every key.
    */
   private static LeaderChangeEvents openWatch(
       RetsuLockProperties properties, DataSource dataSource, ApplicationEventPublisher events) {
@@ -209,14 +210,7 @@ public final class RetsuLeaders implements DisposableBean, SmartInitializingSing
       throw new IllegalStateException(
           "retsu.lock.watch.enabled=true needs a DataSource bean, but the context has none");
     }
-    try {
-      return new LeaderChangeEvents(LeaderWatch.open(dataSource), events);
-    } catch (RuntimeException e) {
-      throw new IllegalStateException(
-          "retsu.lock.watch.enabled=true, but the watch's session cannot be opened: "
-              + e.getMessage(),
-          e);
-    }
+    return new LeaderChangeEvents(LeaderWatch.builder(dataSource).failFast(false).open(), events);
   }
 
   /** The watch, or empty when {@code retsu.lock.watch.enabled} is false. */

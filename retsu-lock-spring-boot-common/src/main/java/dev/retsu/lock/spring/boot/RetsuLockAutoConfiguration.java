@@ -13,6 +13,7 @@ import org.springframework.boot.context.properties.EnableConfigurationProperties
 import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.context.ApplicationEventPublisher;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.ImportRuntimeHints;
 import org.springframework.core.env.Environment;
 
 /**
@@ -30,6 +31,7 @@ import org.springframework.core.env.Environment;
     })
 @ConditionalOnBooleanProperty(name = "retsu.lock.enabled", matchIfMissing = true)
 @EnableConfigurationProperties(RetsuLockProperties.class)
+@ImportRuntimeHints(RetsuLockRuntimeHints.class)
 public class RetsuLockAutoConfiguration {
 
   /** The name of the {@link RetsuLeaders} bean. */

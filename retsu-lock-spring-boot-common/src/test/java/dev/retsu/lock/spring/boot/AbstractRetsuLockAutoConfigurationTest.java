@@ -543,7 +543,20 @@ public abstract class AbstractRetsuLockAutoConfigurationTest {
                 assertThat(allMessages(context.getStartupFailure()))
                     .contains(
                         "must name a leader under retsu.lock.leaders [job] or a group under"
-                            + " retsu.lock.groups [], but was 'nobody'"));
+                            + " retsu.lock.groups [], but was 'nobody'",
+                        "to configure the leader 'nobody', set a property under"
+                            + " retsu.lock.leaders.nobody, for example"
+                            + " retsu.lock.leaders.nobody.refresh-interval=15s"));
+    // No leader at all: the same message, naming the property that makes the first one.
+    runner
+        .withUserConfiguration(UnknownLeader.class)
+        .run(
+            context ->
+                assertThat(allMessages(context.getStartupFailure()))
+                    .contains(
+                        "must name a leader under retsu.lock.leaders [] or a group under"
+                            + " retsu.lock.groups [], but was 'nobody'",
+                        "retsu.lock.leaders.nobody.refresh-interval=15s"));
     runner
         .withUserConfiguration(NotVoid.class)
         .withPropertyValues("retsu.lock.leaders.job.test-mode=never-leader")

@@ -28,7 +28,8 @@ import org.springframework.scheduling.annotation.Scheduled;
  * pool, the starter's defaults) starts while PostgreSQL is down. It starts, stays a candidate
  * (health UP, the standby details say the database is unreachable, with the SQLState), and once a
  * real PostgreSQL comes up on that port it leads and runs its {@code @LeaderOnly} job; liveness is
- * never BROKEN. Shared by both Spring Boot lines.
+ * never BROKEN. With the watch on, the same start succeeds, and the watch reports once the database
+ * is up. Shared by both Spring Boot lines.
  */
 public abstract class AbstractStartBeforeDatabaseIntegrationTest {
 
@@ -85,6 +86,55 @@ public abstract class AbstractStartBeforeDatabaseIntegrationTest {
             });
   }
 
+  @Test
+  void withTheWatchOnAnApplicationStartedBeforeItsDatabaseStartsAndItsWatchReportsOnceItIsUp() {
+    int port = ChildJvm.freePort();
+    List<Class<?>> all = new ArrayList<>(line.autoConfigurations());
+    all.add(line.dataSourceAutoConfiguration());
+    all.add(RetsuLockAutoConfiguration.class);
+    new ApplicationContextRunner()
+        .withConfiguration(AutoConfigurations.of(all.toArray(Class<?>[]::new)))
+        .withUserConfiguration(Changes.class)
+        .withPropertyValues(
+            "spring.datasource.url=jdbc:postgresql://127.0.0.1:" + port + "/postgres",
+            "spring.datasource.username=postgres",
+            "spring.datasource.hikari.connection-timeout=1000",
+            "retsu.lock.watch.enabled=true",
+            "retsu.lock.leaders.job.retry-interval=300ms",
+            "retsu.lock.leaders.job.refresh-interval=300ms")
+        .run(
+            context -> {
+              assertThat(context).hasNotFailed();
+              RetsuLeaders leaders = context.getBean(RetsuLeaders.class);
+              RetsuLeader leader = leaders.get("job");
+              LeaderChangeEvents watch = leaders.changes().orElseThrow();
+              await()
+                  .atMost(Duration.ofSeconds(20))
+                  .until(() -> String.valueOf(standby(context)).contains("database-unreachable"));
+              assertThat(watch.connected()).isFalse();
+              assertThat(line.healthStatus(context)).isEqualTo("UP");
+              Changes changes = context.getBean(Changes.class);
+              assertThat(changes.events).isEmpty();
+
+              try (EmbeddedPostgresServer server =
+                  EmbeddedPostgresServer.builder().port(port).start()) {
+                await().atMost(Duration.ofSeconds(30)).until(leader::isLeader);
+                await().atMost(Duration.ofSeconds(10)).until(watch::connected);
+                await()
+                    .atMost(Duration.ofSeconds(10))
+                    .until(
+                        () ->
+                            changes.events.stream()
+                                .anyMatch(e -> e.getName().equals("job") && e.isThisInstance()));
+                await()
+                    .atMost(Duration.ofSeconds(10))
+                    .until(() -> details(context).get("holder") instanceof Map<?, ?>);
+                context.close(); // releases the lock and ends the watch before the server stops
+                assertThat(server.port()).isEqualTo(port);
+              }
+            });
+  }
+
   @SuppressWarnings("unchecked")
   private Map<String, Object> details(ApplicationContext context) {
     return (Map<String, Object>)
@@ -110,6 +160,17 @@ public abstract class AbstractStartBeforeDatabaseIntegrationTest {
     @Bean
     ApplicationListener<AvailabilityChangeEvent<?>> livenessRecorder() {
       return e -> liveness.add(e.getState());
+    }
+  }
+
+  /** Records the watch's events, as an application listening for them would. */
+  @Configuration(proxyBeanMethods = false)
+  static class Changes {
+    final List<LeaderChangedEvent> events = new CopyOnWriteArrayList<>();
+
+    @Bean
+    ApplicationListener<LeaderChangedEvent> changesRecorder() {
+      return events::add;
     }
   }
 
