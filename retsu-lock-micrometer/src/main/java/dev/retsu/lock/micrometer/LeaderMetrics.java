@@ -82,10 +82,9 @@ import java.util.concurrent.TimeUnit;
  * onAcquired} to {@code onLost}, on the registry's clock. {@value Names#ACQUIRE_WAIT} records how
  * long this candidate waited for each term it won: from the end of its previous term (or, for its
  * first term, the start of its first attempt) to {@code onAcquired}. A standby behind a healthy
- * leader waits as long as that leader leads, so the wait is recorded only when it wins; its {@code
- * max} after a failover is how long the key went without this candidate. A term that was running at
- * bind time is not recorded (its start predates the registry's clock), and a wait that was running
- * at bind time is timed from the bind.
+ * leader waits as long as that leader leads, so its wait, recorded when it wins, includes the other
+ * candidate's whole term. A term that was running at bind time is not recorded (its start predates
+ * the registry's clock), and a wait that was running at bind time is timed from the bind.
  *
  * <p>All series, including one per attempt result and per loss reason, are registered by {@link
  * #bindTo} so that rates start from zero; the counters and timers count what happens after it. A
