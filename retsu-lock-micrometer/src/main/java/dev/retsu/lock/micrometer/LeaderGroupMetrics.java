@@ -15,6 +15,7 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tag;
 import io.micrometer.core.instrument.Tags;
+import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.binder.MeterBinder;
 import java.time.Duration;
 import java.time.Instant;
@@ -23,6 +24,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 
 /**
  * Metrics of one {@link LeaderGroup} member, within a series budget. Build it from the group and
@@ -47,6 +49,7 @@ import java.util.concurrent.ConcurrentHashMap;
  *   <tr><td>{@value Names#GROUP_REBALANCES}</td><td>function counter</td><td></td></tr>
  *   <tr><td>{@value Names#GROUP_ACQUISITIONS}</td><td>function counter</td><td></td></tr>
  *   <tr><td>{@value Names#GROUP_LOST_TERMS}</td><td>counter</td><td>{@code reason}</td></tr>
+ *   <tr><td>{@value Names#GROUP_TERM_DURATION}</td><td>timer</td><td></td></tr>
  *   <tr><td>{@value Names#GROUP_KEY_LEADER}</td><td>gauge 1/0</td><td>{@code key}</td></tr>
  *   <tr><td>{@value Names#GROUP_KEY_TERM}</td><td>gauge, seconds</td><td>{@code key}</td></tr>
  * </table>
@@ -55,7 +58,11 @@ import java.util.concurrent.ConcurrentHashMap;
  * Names#GROUP_KEY_TERM}) are registered only when the group has at most {@link
  * Builder#perKeyBudget(int) perKeyBudget} keys (default {@value #DEFAULT_PER_KEY_BUDGET}): two
  * series per key on every member. Above it the member exports only the fixed series (7 gauges and
- * counters plus one lost-terms counter per reason), whatever the number of keys.
+ * counters, one timer, and one lost-terms counter per reason), whatever the number of keys.
+ *
+ * <p>{@value Names#GROUP_TERM_DURATION} records each key term this member led once it ends, from
+ * its {@code onAcquired} to its {@code onLost} on the registry's clock, for all keys in one series
+ * (a term that was running at bind time is not recorded).
  *
  * <p>{@value Names#GROUP_KEYS_FOREIGN} follows the group's leader watch (a {@link
  * dev.retsu.lock.LeaderWatch} given to the group's builder with {@code leaderWatch}, whose changes
@@ -81,6 +88,9 @@ public final class LeaderGroupMetrics implements MeterBinder, AutoCloseable {
 
   /** The keys the group's watch last reported held by a foreign session. */
   private final Set<LockKey> foreignKeys = ConcurrentHashMap.newKeySet();
+
+  /** The registry's monotonic time at each running key term's start, as heard since the bind. */
+  private final Map<LockKey, Long> termStarts = new ConcurrentHashMap<>();
 
   /** Whether the group's watch has reported a change since the bind. */
   private volatile boolean watchHeard;
@@ -167,6 +177,7 @@ public final class LeaderGroupMetrics implements MeterBinder, AutoCloseable {
           bound = null;
           watchHeard = false;
           foreignKeys.clear();
+          termStarts.clear();
         });
   }
 
@@ -190,10 +201,22 @@ public final class LeaderGroupMetrics implements MeterBinder, AutoCloseable {
   /** The group's events; the binding logs what they throw. */
   private final class Events implements LeaderListener {
     @Override
+    public void onAcquired(Term term) {
+      Bound b = bound;
+      if (b != null) {
+        termStarts.put(term.key(), b.now());
+      }
+    }
+
+    @Override
     public void onLost(Term term, LossReason reason, Throwable cause) {
+      Long started = termStarts.remove(term.key());
       Bound b = bound;
       if (b != null) {
         b.lostTerms.get(reason).increment();
+        if (started != null) {
+          b.termDuration.record(Math.max(0, b.now() - started), TimeUnit.NANOSECONDS);
+        }
       }
     }
 
@@ -220,9 +243,17 @@ public final class LeaderGroupMetrics implements MeterBinder, AutoCloseable {
   private final class Bound {
     final MeterRegistry registry;
     final Map<LossReason, Counter> lostTerms = new EnumMap<>(LossReason.class);
+    final Timer termDuration;
 
     Bound(MeterRegistry registry) {
       this.registry = registry;
+      termDuration =
+          binding.add(
+              Timer.builder(Names.GROUP_TERM_DURATION)
+                  .description(
+                      "Key terms this member led, recorded when each ends: how long it lasted")
+                  .tags(tags)
+                  .register(registry));
       gauge(Names.GROUP_KEYS_HELD, "Keys this member leads right now", g -> g.heldCount());
       gauge(Names.GROUP_KEYS, "Keys in the group", g -> g.keys().size());
       gauge(
@@ -284,6 +315,11 @@ public final class LeaderGroupMetrics implements MeterBinder, AutoCloseable {
                   .register(registry));
         }
       }
+    }
+
+    /** The registry's monotonic time, in nanoseconds. */
+    long now() {
+      return registry.config().clock().monotonicTime();
     }
 
     private void gauge(

@@ -25,6 +25,7 @@ import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.TimeUnit;
 
 /**
  * Leadership metrics of one {@link LeaderLoop}, exported on every replica: whether it leads, how
@@ -54,6 +55,8 @@ import java.util.Objects;
  *   <tr><td>{@value Names#ACQUISITIONS}</td><td>counter</td><td></td></tr>
  *   <tr><td>{@value Names#ATTEMPTS}</td><td>counter</td><td>{@code result}</td></tr>
  *   <tr><td>{@value Names#TERM}</td><td>long task timer</td><td></td></tr>
+ *   <tr><td>{@value Names#TERM_DURATION}</td><td>timer</td><td></td></tr>
+ *   <tr><td>{@value Names#ACQUIRE_WAIT}</td><td>timer</td><td></td></tr>
  *   <tr><td>{@value Names#REFRESH}</td><td>timer</td><td>{@code outcome=success|failure}</td></tr>
  *   <tr><td>{@value Names#LOST_TERMS}</td><td>counter</td><td>{@code reason}</td></tr>
  *   <tr><td>{@value Names#SELF_FENCED_TERMS}</td><td>counter</td><td></td></tr>
@@ -74,6 +77,14 @@ import java.util.Objects;
  * candidate can lead until it lets go), 0 when it reported a candidate or nobody. It is NaN without
  * a watch, and after a bind until the watch's next report (the watch reports a key's holder when
  * the loop starts, then on every change).
+ *
+ * <p>{@value Names#TERM_DURATION} records each term this candidate led once it ends: from {@code
+ * onAcquired} to {@code onLost}, on the registry's clock. {@value Names#ACQUIRE_WAIT} records how
+ * long this candidate waited for each term it won: from the end of its previous term (or, for its
+ * first term, the start of its first attempt) to {@code onAcquired}. A standby behind a healthy
+ * leader waits as long as that leader leads, so its wait, recorded when it wins, includes the other
+ * candidate's whole term. A term that was running at bind time is not recorded (its start predates
+ * the registry's clock), and a wait that was running at bind time is timed from the bind.
  *
  * <p>All series, including one per attempt result and per loss reason, are registered by {@link
  * #bindTo} so that rates start from zero; the counters and timers count what happens after it. A
@@ -124,6 +135,20 @@ public final class LeaderMetrics implements MeterBinder, AutoCloseable {
 
   /** Guarded by the binding's lock. */
   private LongTaskTimer.Sample termSample;
+
+  /**
+   * The registry's monotonic time when the current term was heard to start, or {@link #NOT_TIMED}
+   * (no term, or one already running at bind time). Guarded by the binding's lock.
+   */
+  private long termStartedNanos = NOT_TIMED;
+
+  /**
+   * The registry's monotonic time when the current wait for a term began, or {@link #NOT_TIMED}
+   * while leading or before the loop's first attempt. Guarded by the binding's lock.
+   */
+  private long waitStartedNanos = NOT_TIMED;
+
+  private static final long NOT_TIMED = Long.MIN_VALUE;
 
   private LeaderMetrics(Builder b) {
     this.loop = b.loop;
@@ -236,6 +261,8 @@ public final class LeaderMetrics implements MeterBinder, AutoCloseable {
             term = running;
             path = running.serverPath();
             termSample = bound.termTimer.start();
+          } else if (loop.state() == LeaderLoop.State.RUNNING) {
+            waitStartedNanos = bound.now(); // contending already: the wait is timed from here
           }
         });
   }
@@ -253,6 +280,8 @@ public final class LeaderMetrics implements MeterBinder, AutoCloseable {
           foreignHolder = Double.NaN;
           stop(termSample);
           termSample = null;
+          termStartedNanos = NOT_TIMED;
+          waitStartedNanos = NOT_TIMED;
         });
   }
 
@@ -301,7 +330,20 @@ public final class LeaderMetrics implements MeterBinder, AutoCloseable {
 
     @Override
     public void onAttempt(AttemptResult result, Duration duration, Throwable error) {
-      ifBound(b -> b.attempts.get(result).increment());
+      binding.lock().lock();
+      try {
+        Bound b = bound;
+        if (b == null) {
+          return;
+        }
+        b.attempts.get(result).increment();
+        if (term == null && waitStartedNanos == NOT_TIMED) {
+          // The first attempt of this candidate's first wait: the wait began when it did.
+          waitStartedNanos = b.now() - duration.toNanos();
+        }
+      } finally {
+        binding.lock().unlock();
+      }
     }
 
     @Override
@@ -319,7 +361,13 @@ public final class LeaderMetrics implements MeterBinder, AutoCloseable {
         if (b != null) {
           b.acquisitions.increment();
           termSample = b.termTimer.start();
+          long now = b.now();
+          if (waitStartedNanos != NOT_TIMED) {
+            b.acquireWait.record(Math.max(0, now - waitStartedNanos), TimeUnit.NANOSECONDS);
+          }
+          termStartedNanos = now;
         }
+        waitStartedNanos = NOT_TIMED;
       } finally {
         binding.lock().unlock();
       }
@@ -360,7 +408,14 @@ public final class LeaderMetrics implements MeterBinder, AutoCloseable {
           if (reason == LossReason.SELF_FENCED) {
             b.selfFenced.increment();
           }
+          long now = b.now();
+          if (termStartedNanos != NOT_TIMED) {
+            b.termDuration.record(Math.max(0, now - termStartedNanos), TimeUnit.NANOSECONDS);
+          }
+          // Stepped down, the loop contends again from now; a loop that stopped never records it.
+          waitStartedNanos = now;
         }
+        termStartedNanos = NOT_TIMED;
       } finally {
         binding.lock().unlock();
       }
@@ -387,6 +442,8 @@ public final class LeaderMetrics implements MeterBinder, AutoCloseable {
     final Counter acquisitions;
     final Map<AttemptResult, Counter> attempts = new EnumMap<>(AttemptResult.class);
     final LongTaskTimer termTimer;
+    final Timer termDuration;
+    final Timer acquireWait;
     final Timer refreshSuccess;
     final Timer refreshFailure;
     final Map<LossReason, Counter> lostTerms = new EnumMap<>(LossReason.class);
@@ -452,6 +509,21 @@ public final class LeaderMetrics implements MeterBinder, AutoCloseable {
                   .description("The current term: active while this candidate leads")
                   .tags(tags)
                   .register(registry));
+      termDuration =
+          add(
+              Timer.builder(Names.TERM_DURATION)
+                  .description(
+                      "Terms this candidate led, recorded when each ends: how long it lasted")
+                  .tags(tags)
+                  .register(registry));
+      acquireWait =
+          add(
+              Timer.builder(Names.ACQUIRE_WAIT)
+                  .description(
+                      "Waits for leadership, recorded when this candidate wins a term: from the"
+                          + " end of its previous term, or its first attempt, to the acquisition")
+                  .tags(tags)
+                  .register(registry));
       refreshSuccess = add(refreshTimer(Names.OUTCOME_SUCCESS));
       refreshFailure = add(refreshTimer(Names.OUTCOME_FAILURE));
       for (LossReason r : LossReason.values()) {
@@ -474,6 +546,11 @@ public final class LeaderMetrics implements MeterBinder, AutoCloseable {
                   .baseUnit(Names.UNIT_TERMS)
                   .tags(tags)
                   .register(registry));
+    }
+
+    /** The registry's monotonic time, in nanoseconds. */
+    long now() {
+      return registry.config().clock().monotonicTime();
     }
 
     private Timer refreshTimer(String outcome) {

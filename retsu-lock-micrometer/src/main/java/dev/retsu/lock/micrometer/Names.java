@@ -54,6 +54,21 @@ public final class Names {
   public static final String TERM = "retsu.lock.term";
 
   /**
+   * Timer of the terms this candidate led, one recording when each ends: how long it lasted, from
+   * the acquisition to the loss. Prometheus: {@code retsu_lock_term_duration_seconds_count}, {@code
+   * _sum}, {@code _max}.
+   */
+  public static final String TERM_DURATION = "retsu.lock.term.duration";
+
+  /**
+   * Timer of waits for leadership, one recording each time this candidate wins a term: how long it
+   * waited, from the end of its previous term (or the start of its first attempt) to the
+   * acquisition. Prometheus: {@code retsu_lock_acquire_wait_seconds_count}, {@code _sum}, {@code
+   * _max}.
+   */
+  public static final String ACQUIRE_WAIT = "retsu.lock.acquire.wait";
+
+  /**
    * Timer of leader refreshes by {@link #TAG_OUTCOME outcome}. Prometheus: {@code
    * retsu_lock_refresh_seconds_count}, {@code _sum}, {@code _max}.
    */
@@ -122,6 +137,13 @@ public final class Names {
 
   /** Function counter: key terms this member started. */
   public static final String GROUP_ACQUISITIONS = "retsu.lock.group.acquisitions";
+
+  /**
+   * Timer of the key terms this group member led, one recording when each ends, all keys in one
+   * series. Prometheus: {@code retsu_lock_group_term_duration_seconds_count}, {@code _sum}, {@code
+   * _max}.
+   */
+  public static final String GROUP_TERM_DURATION = "retsu.lock.group.term.duration";
 
   /** Counter of ended key terms by {@link #TAG_REASON reason}. */
   public static final String GROUP_LOST_TERMS = "retsu.lock.group.lost.terms";

@@ -51,6 +51,9 @@ class LeaderGroupMetricsIntegrationTest {
                   .counter()
                   .count())
           .isEqualTo(10);
+      assertThat(registry.get(Names.GROUP_TERM_DURATION).timer().count())
+          .as("each key term, recorded as it ended")
+          .isEqualTo(10);
       assertThat(registry.get(Names.GROUP_KEY_LEADER).gauges()).allMatch(g -> g.value() == 0);
     } finally {
       group.close();
@@ -66,8 +69,8 @@ class LeaderGroupMetricsIntegrationTest {
       metrics.bindTo(registry);
       assertThat(metrics.perKeySeries()).isFalse();
       assertThat(registry.find(Names.GROUP_KEY_LEADER).gauges()).isEmpty();
-      // 5 gauges, 2 function counters, one lost-terms counter per reason: nothing per key.
-      assertThat(registry.getMeters()).hasSize(7 + dev.retsu.lock.LossReason.values().length);
+      // 5 gauges, 2 function counters, 1 timer, one lost-terms counter per reason: nothing per key.
+      assertThat(registry.getMeters()).hasSize(8 + dev.retsu.lock.LossReason.values().length);
       assertThatThrownBy(() -> metrics.bindTo(registry))
           .isInstanceOf(IllegalStateException.class)
           .hasMessageContaining("bound to a registry already");

@@ -217,6 +217,62 @@ class LeaderMetricsLoopIntegrationTest {
     assertThat(prometheus.scrape()).doesNotContain("retsu_lock");
   }
 
+  /**
+   * A hand-over between two real loops: the old leader's term is recorded once it ends, the
+   * standby's wait once it wins, both in a Prometheus scrape under their documented names.
+   */
+  @Test
+  void aHandOverRecordsTheEndedTermAndTheStandbysWaitInAPrometheusScrape(TestDatabase db)
+      throws Exception {
+    PrometheusMeterRegistry prometheus = TestTerms.prometheus();
+    LockKey key = newKey();
+    LeaderLoop a = loop(db, key, "a", FailurePolicy.STEP_DOWN);
+    LeaderLoop b = loop(db, key, "b", FailurePolicy.STEP_DOWN);
+    for (LeaderLoop l : List.of(a, b)) {
+      LeaderMetrics m = LeaderMetrics.builder(l).lockName("handover").build();
+      m.bindTo(prometheus);
+      closeables.add(m);
+    }
+    a.start(ctx -> {});
+    await().atMost(WITHIN).until(a::isLeader);
+    b.start(ctx -> {});
+    await().atMost(WITHIN).until(() -> heldElsewhere(prometheus));
+    assertThat(timerCount(prometheus, Names.ACQUIRE_WAIT, "a")).as("a won at once").isEqualTo(1);
+    assertThat(timerCount(prometheus, Names.ACQUIRE_WAIT, "b")).as("b still waits").isZero();
+
+    a.close();
+    await().atMost(WITHIN).until(b::isLeader);
+
+    assertThat(timerCount(prometheus, Names.TERM_DURATION, "a")).isEqualTo(1);
+    assertThat(timerCount(prometheus, Names.TERM_DURATION, "b")).as("b's term runs").isZero();
+    assertThat(timerCount(prometheus, Names.ACQUIRE_WAIT, "b")).isEqualTo(1);
+    assertThat(
+            prometheus
+                .get(Names.ACQUIRE_WAIT)
+                .tags("candidate", "b")
+                .timer()
+                .totalTime(TimeUnit.NANOSECONDS))
+        .as("b waited through a's term")
+        .isPositive();
+    assertThat(prometheus.scrape())
+        .contains("retsu_lock_term_duration_seconds_count{candidate=\"a\",lock=\"handover\"} 1\n")
+        .contains("retsu_lock_acquire_wait_seconds_count{candidate=\"b\",lock=\"handover\"} 1\n")
+        .contains("retsu_lock_acquire_wait_seconds_sum{candidate=\"b\",lock=\"handover\"} ")
+        .contains("retsu_lock_term_duration_seconds_max{candidate=\"a\",lock=\"handover\"} ");
+  }
+
+  private static boolean heldElsewhere(PrometheusMeterRegistry r) {
+    return r.get(Names.ATTEMPTS)
+            .tags("candidate", "b", "result", "held_elsewhere")
+            .counter()
+            .count()
+        >= 1;
+  }
+
+  private static long timerCount(PrometheusMeterRegistry r, String name, String candidate) {
+    return r.get(name).tags("candidate", candidate).timer().count();
+  }
+
   private double refreshes(String outcome) {
     return registry.get(Names.REFRESH).tags("outcome", outcome).timer().count();
   }

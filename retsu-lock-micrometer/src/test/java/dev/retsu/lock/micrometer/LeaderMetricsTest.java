@@ -318,6 +318,64 @@ class LeaderMetricsTest {
     assertThat(state("a", "standby")).isEqualTo(0.0);
   }
 
+  /**
+   * The wait runs from the first attempt's start (its duration before the event) to the win, then
+   * from each loss to the next win; each term is recorded when it ends, on the registry's clock.
+   */
+  @Test
+  void waitsForLeadershipAndEndedTermsAreTimedOnTheRegistrysClock() {
+    LeaderMetrics m = bound("a");
+    on(m).onAttempt(AttemptResult.HELD_ELSEWHERE, Duration.ofMillis(3), null);
+    clock.add(Duration.ofSeconds(10));
+    on(m).onAttempt(AttemptResult.ERROR, Duration.ofMillis(5), new IllegalStateException("down"));
+    on(m).onAttempt(AttemptResult.ACQUIRED, Duration.ofMillis(2), null);
+    on(m).onAcquired(term(1, "a"));
+    assertThat(timer(Names.ACQUIRE_WAIT).count()).isEqualTo(1);
+    assertThat(timer(Names.ACQUIRE_WAIT).totalTime(TimeUnit.MILLISECONDS)).isEqualTo(10_003.0);
+    assertThat(timer(Names.TERM_DURATION).count()).as("the term runs").isZero();
+
+    clock.add(Duration.ofSeconds(60));
+    on(m).onLost(term(1, "a"), LossReason.SESSION_LOST, null);
+    assertThat(timer(Names.TERM_DURATION).count()).isEqualTo(1);
+    assertThat(timer(Names.TERM_DURATION).totalTime(TimeUnit.SECONDS)).isEqualTo(60.0);
+
+    clock.add(Duration.ofSeconds(4));
+    on(m).onAttempt(AttemptResult.HELD_ELSEWHERE, Duration.ofMillis(3), null);
+    clock.add(Duration.ofSeconds(1));
+    on(m).onAttempt(AttemptResult.ACQUIRED, Duration.ofMillis(2), null);
+    on(m).onAcquired(term(2, "a"));
+    assertThat(timer(Names.ACQUIRE_WAIT).count()).isEqualTo(2);
+    assertThat(timer(Names.ACQUIRE_WAIT).max(TimeUnit.MILLISECONDS))
+        .as("the first wait, the longer one")
+        .isEqualTo(10_003.0);
+    assertThat(timer(Names.ACQUIRE_WAIT).totalTime(TimeUnit.MILLISECONDS))
+        .as("the second wait runs from the loss, not from its own first attempt")
+        .isEqualTo(10_003.0 + 5_000.0);
+
+    clock.add(Duration.ofSeconds(30));
+    on(m).onLost(term(2, "a"), LossReason.CLOSED, null);
+    assertThat(timer(Names.TERM_DURATION).count()).isEqualTo(2);
+    assertThat(timer(Names.TERM_DURATION).totalTime(TimeUnit.SECONDS)).isEqualTo(90.0);
+  }
+
+  @Test
+  void aWinWithoutAHeardAttemptRecordsNoWaitAndALossWithoutAHeardStartNoTerm() {
+    LeaderMetrics m = bound("a");
+
+    on(m).onAcquired(term(1, "a")); // no attempt heard: the wait's start is unknown
+    assertThat(timer(Names.ACQUIRE_WAIT).count()).isZero();
+    m.close();
+
+    LeaderMetrics again = bound("a");
+    on(again).onLost(term(1, "a"), LossReason.CLOSED, null); // a start this instance never saw
+    assertThat(timer(Names.TERM_DURATION).count()).isZero();
+    assertThat(count(Names.LOST_TERMS, "reason", "closed")).isEqualTo(1.0);
+  }
+
+  private io.micrometer.core.instrument.Timer timer(String name) {
+    return registry.get(name).timer();
+  }
+
   /** Leaves the metrics reachable only through the registry's gauges. */
   private static void bindAndForget(MeterRegistry registry) {
     LeaderMetrics m = LeaderMetrics.builder(idleLoop("a")).lockName("queue-state").build();
@@ -349,6 +407,10 @@ class LeaderMetricsTest {
         .contains(
             "retsu_lock_lost_terms_total{candidate=\"a\",lock=\"queue-state\",reason=\"self_fenced\"} 0.0")
         .contains("retsu_lock_self_fenced_terms_total{candidate=\"a\",lock=\"queue-state\"} 0.0")
+        .contains("retsu_lock_acquire_wait_seconds_count{candidate=\"a\",lock=\"queue-state\"} 1\n")
+        .contains("retsu_lock_acquire_wait_seconds_max{candidate=\"a\",lock=\"queue-state\"} ")
+        .contains(
+            "retsu_lock_term_duration_seconds_count{candidate=\"a\",lock=\"queue-state\"} 0\n")
         .contains(
             "# HELP retsu_lock_leader Leadership of this candidate: state=leader is 1 while its loop"
                 + " leads a term; state=standby is 1 while its loop runs and does not lead"

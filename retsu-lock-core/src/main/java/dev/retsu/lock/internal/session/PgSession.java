@@ -4,7 +4,6 @@ import dev.retsu.lock.internal.session.SessionIo.Evidence;
 import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
-import java.lang.reflect.Field;
 import java.net.Socket;
 import java.net.SocketOption;
 import java.net.SocketTimeoutException;
@@ -47,10 +46,10 @@ public final class PgSession {
   }
 
   private static final boolean PGJDBC = pgjdbcPresent();
-  private static final Field PG_STREAM =
-      PGJDBC ? field("org.postgresql.core.QueryExecutorBase", "pgStream") : null;
-  private static final Field PG_INPUT =
-      PGJDBC ? field("org.postgresql.core.PGStream", "pgInput") : null;
+
+  /** pgjdbc's private fields the probe reads; one that moved is logged once and left null. */
+  private static final PgjdbcInternals INTERNALS =
+      PGJDBC ? PgjdbcInternals.pgjdbc() : PgjdbcInternals.NONE;
 
   private PgSession() {}
 
@@ -76,7 +75,7 @@ public final class PgSession {
    * @return true when pgjdbc is present and its stream is reachable
    */
   public static boolean canProbe() {
-    return PG_STREAM != null;
+    return INTERNALS.stream != null;
   }
 
   /**
@@ -105,14 +104,19 @@ public final class PgSession {
    * @return what the socket shows
    */
   public static Evidence probe(Connection physical, boolean readSocket) {
-    PGStream stream = stream(physical);
+    return probe(INTERNALS, physical, readSocket);
+  }
+
+  /** {@link #probe(Connection, boolean)} through the given fields (a test names missing ones). */
+  static Evidence probe(PgjdbcInternals internals, Connection physical, boolean readSocket) {
+    PGStream stream = stream(internals, physical);
     if (stream == null) {
       return Evidence.UNKNOWN;
     }
     if (stream.isClosed()) {
       return Evidence.ENDED;
     }
-    InputStream input = countable(stream);
+    InputStream input = countable(internals, stream);
     if (input != null) {
       try {
         if (input.available() > 0) {
@@ -136,8 +140,13 @@ public final class PgSession {
    * @return true when {@link #probe(Connection, boolean)} can skip the read
    */
   public static boolean countsPendingBytes(Connection physical) {
-    PGStream stream = stream(physical);
-    return stream != null && countable(stream) != null;
+    return countsPendingBytes(INTERNALS, physical);
+  }
+
+  /** {@link #countsPendingBytes(Connection)} through the given fields. */
+  static boolean countsPendingBytes(PgjdbcInternals internals, Connection physical) {
+    PGStream stream = stream(internals, physical);
+    return stream != null && countable(internals, stream) != null;
   }
 
   private static Evidence timedPeek(PGStream stream) {
@@ -171,14 +180,14 @@ public final class PgSession {
    * bytes received: a plain socket ({@code java.net.Socket} itself, as pgjdbc's default factory
    * makes it), no GSS encryption. Null otherwise.
    */
-  private static InputStream countable(PGStream stream) {
-    if (PG_INPUT == null
+  private static InputStream countable(PgjdbcInternals internals, PGStream stream) {
+    if (internals.input == null
         || stream.isGssEncrypted()
         || stream.getSocket().getClass() != Socket.class) {
       return null;
     }
     try {
-      return (InputStream) PG_INPUT.get(stream);
+      return (InputStream) internals.input.get(stream);
     } catch (ReflectiveOperationException | RuntimeException e) {
       return null;
     }
@@ -298,7 +307,7 @@ public final class PgSession {
    */
   public static boolean clientKeepalives(
       Connection physical, int idleSeconds, int intervalSeconds, int count) {
-    PGStream stream = stream(physical);
+    PGStream stream = stream(INTERNALS, physical);
     if (stream == null) {
       return false;
     }
@@ -332,12 +341,12 @@ public final class PgSession {
    * @return the socket, or null
    */
   static Socket socket(Connection physical) {
-    PGStream stream = stream(physical);
+    PGStream stream = stream(INTERNALS, physical);
     return stream == null ? null : stream.getSocket();
   }
 
-  private static PGStream stream(Connection physical) {
-    if (PG_STREAM == null) {
+  private static PGStream stream(PgjdbcInternals internals, Connection physical) {
+    if (internals.stream == null) {
       return null;
     }
     try {
@@ -345,18 +354,8 @@ public final class PgSession {
         return null;
       }
       Object executor = physical.unwrap(BaseConnection.class).getQueryExecutor();
-      return (PGStream) PG_STREAM.get(executor);
+      return (PGStream) internals.stream.get(executor);
     } catch (SQLException | ReflectiveOperationException | RuntimeException e) {
-      return null;
-    }
-  }
-
-  private static Field field(String owner, String name) {
-    try {
-      Field f = Class.forName(owner).getDeclaredField(name);
-      f.setAccessible(true);
-      return f;
-    } catch (ReflectiveOperationException | RuntimeException e) {
       return null;
     }
   }
