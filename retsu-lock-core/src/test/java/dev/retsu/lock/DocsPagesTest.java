@@ -127,4 +127,20 @@ class DocsPagesTest {
   private static String withoutCode(String text) {
     return FENCE.matcher(text).replaceAll("");
   }
+
+  /**
+   * The two ways off ShedLock's table (keep {@code @SchedulerLock} on {@code RetsuLockProvider}, or
+   * move to {@code @LeaderOnly}) each point to the other, so a reader on either page sees both.
+   */
+  @Test
+  void theTwoShedLockRoutesLinkToEachOther() throws IOException {
+    String shedlock = Files.readString(ROOT.resolve("docs/shedlock.md"));
+    String boot = Files.readString(ROOT.resolve("docs/spring-boot.md"));
+    String bootSection =
+        boot.substring(
+            boot.indexOf("## Coming from ShedLock"), boot.indexOf("## Running the tests"));
+    assertThat(shedlock)
+        .contains("](spring-boot.md#coming-from-shedlock-or-spring-integration-leader-election)");
+    assertThat(bootSection).contains("](shedlock.md#");
+  }
 }
