@@ -127,4 +127,38 @@ class DocsPagesTest {
   private static String withoutCode(String text) {
     return FENCE.matcher(text).replaceAll("");
   }
+
+  /**
+   * The two ways off ShedLock's table (keep {@code @SchedulerLock} on {@code RetsuLockProvider}, or
+   * move to {@code @LeaderOnly}) each point to the other, so a reader on either page sees both.
+   */
+  @Test
+  void theTwoShedLockRoutesLinkToEachOther() throws IOException {
+    String shedlock = Files.readString(ROOT.resolve("docs/shedlock.md"));
+    String boot = Files.readString(ROOT.resolve("docs/spring-boot.md"));
+    String bootSection =
+        boot.substring(
+            boot.indexOf("## Coming from ShedLock"), boot.indexOf("## Running the tests"));
+    assertThat(shedlock)
+        .contains("](spring-boot.md#coming-from-shedlock-or-spring-integration-leader-election)");
+    assertThat(bootSection).contains("](shedlock.md#");
+  }
+
+  /**
+   * A line that builds and then runs a program ({@code ./mvnw ... && java -jar ...}) lets Maven
+   * show its progress: with {@code -q} a first build is a silent minute or two before the program
+   * says anything, which looks like a hang.
+   */
+  @Test
+  void aBuildThenRunCommandShowsTheBuildsProgress() throws IOException {
+    List<String> silent = new ArrayList<>();
+    for (Path page : ReadmeSnippets.pages(ROOT)) {
+      for (String line : Files.readAllLines(page)) {
+        if (line.contains("./mvnw ") && line.contains("&& java ") && line.matches(".* -q( .*)?")) {
+          silent.add(ROOT.relativize(page) + ": " + line.strip());
+        }
+      }
+    }
+    assertThat(silent).as("build-then-run commands that silence the build with -q").isEmpty();
+  }
 }

@@ -37,7 +37,8 @@ class DocsSnippetsTest {
             ReadmeSnippets.verifyPages(
                 ROOT,
                 "core",
-                Path.of("src/test/java/dev/retsu/lock/ReadmeSnippetsIntegrationTest.java")))
+                Path.of("src/test/java/dev/retsu/lock/ReadmeSnippetsIntegrationTest.java"),
+                Path.of("src/test/java/dev/retsu/lock/SendInvoices.java")))
         .containsExactlyInAnyOrder(
             "core/leader",
             "core/acquire",

@@ -2,15 +2,17 @@ package dev.retsu.lock;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.retsu.lock.testing.ChildJvm;
+import dev.retsu.lock.testing.DocsSql;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
+import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
@@ -25,70 +27,53 @@ import org.junit.jupiter.api.extension.ExtendWith;
 @ExtendWith(PostgresExtension.class)
 class ReadmeSnippetsIntegrationTest {
 
+  private static final Path README = Path.of("../README.md");
+
+  /**
+   * The README's first program, pasted into a {@code main} ({@link SendInvoices}) and run as a
+   * program in a JVM of its own against the README's table: it leads, runs the task, keeps running
+   * until it is stopped, and on SIGTERM (as Ctrl-C) closes the loop and releases the lock.
+   */
   @Test
-  void leaderInThirtyLines(TestDatabase db) throws Exception {
-    db.execute(
-        "CREATE TABLE IF NOT EXISTS invoices (id int, state text); DELETE FROM invoices;"
-            + " INSERT INTO invoices VALUES (1, 'queued'), (2, 'queued'), (3, 'sent')");
-    DataSource dataSource = db.dataSource();
-    java.io.ByteArrayOutputStream printed = new java.io.ByteArrayOutputStream();
-    java.io.PrintStream out = System.out;
-    System.setOut(new java.io.PrintStream(printed, true, java.nio.charset.StandardCharsets.UTF_8));
-    try {
-      // snippet:core/leader
-      LeaderLoop loop =
-          LeaderLoop.builder(dataSource, LockKey.named("billing", "send-invoices"))
-              .refreshInterval(Duration.ofMinutes(1)) // the period, from the end of one run
-              .refreshTimeout(Duration.ofMinutes(10)) // a longer run is interrupted; term ends
-              .build();
-      CompletableFuture<Void> stopped =
-          loop.start(
-              ctx -> { // on the leader only, every period, on the session that holds the lock
-                List<Long> due = new ArrayList<>();
-                try (Statement s = ctx.connection().createStatement();
-                    ResultSet rs =
-                        s.executeQuery("SELECT id FROM invoices WHERE state = 'queued'")) {
-                  while (rs.next()) {
-                    due.add(rs.getLong(1));
-                  }
-                }
-                for (long id : due) {
-                  ctx.ensureLeader(); // right before the effect: throws once this term is over
-                  System.out.println(
-                      "send invoice " + id + " under fencing token " + ctx.fencingToken());
-                }
-              });
-      stopped.exceptionally(
-          failure -> { // the loop gave up (a transaction pooler, say): nobody here contends now
-            System.err.println("leader loop failed: " + failure);
-            return null;
-          });
-      Runtime.getRuntime().addShutdownHook(new Thread(loop::close, "send-invoices-shutdown"));
-      // end-snippet
+  void theLeaderInThirtyLinesRunsAsAProgramUntilItIsStopped(TestDatabase db) throws Exception {
+    createInvoices(db, README);
+    for (String statement : DocsSql.statements(README)) {
+      if (statement.startsWith("INSERT INTO invoices")) {
+        db.execute(statement);
+      }
+    }
+    try (ChildJvm program =
+        new ChildJvm(
+            "send-invoices",
+            new ProcessBuilder(
+                ChildJvm.javaCommand(
+                    List.of("-Xmx64m"),
+                    SendInvoices.class,
+                    List.of(db.jdbcUrl(), db.user(), db.password())))) {}) {
+      org.awaitility.Awaitility.await()
+          .atMost(Duration.ofSeconds(30))
+          .failFast("the program ended before it ran the task", () -> !program.process.isAlive())
+          .until(() -> program.logged("send invoice 2 under fencing token "));
+      assertThat(program.process.isAlive()).as("the program keeps running after a run").isTrue();
+      long key = LockKey.named("billing", "send-invoices").value();
+      assertThat(db.advisoryKeyHolders(key)).as("it still holds the lock").hasSize(1);
+      program.sigterm();
       org.awaitility.Awaitility.await()
           .atMost(Duration.ofSeconds(20))
-          .until(
-              () ->
-                  printed
-                      .toString(java.nio.charset.StandardCharsets.UTF_8)
-                      .contains("send invoice 2"));
-      loop.close();
-      stopped.get(10, java.util.concurrent.TimeUnit.SECONDS);
-      assertThat(loop.state()).isEqualTo(LeaderLoop.State.CLOSED);
-    } finally {
-      System.setOut(out);
+          .until(program::exitedAndDrained);
+      assertThat(program.lines())
+          .anyMatch(l -> l.startsWith("send invoice 1 under fencing token "))
+          .noneMatch(l -> l.contains("send invoice 3"))
+          .noneMatch(l -> l.contains("Exception"))
+          .as("the shutdown hook closed the loop")
+          .anyMatch(l -> l.contains("Leadership released (CLOSED)"));
     }
-    assertThat(printed.toString(java.nio.charset.StandardCharsets.UTF_8))
-        .contains("send invoice 1 under fencing token ")
-        .contains("send invoice 2 under fencing token ")
-        .doesNotContain("send invoice 3");
   }
 
   @Test
   void acquire(TestDatabase db) throws SQLException {
-    db.execute(
-        "CREATE TABLE IF NOT EXISTS invoices (id int, state text); DELETE FROM invoices;"
-            + " INSERT INTO invoices VALUES (1, 'new')");
+    createInvoices(db, Path.of("../docs/lease.md"));
+    db.execute("INSERT INTO invoices VALUES (1, 'new')");
     DataSource dataSource = db.dataSource();
     // snippet:core/acquire
     AdvisoryLock lock =
@@ -118,8 +103,8 @@ class ReadmeSnippetsIntegrationTest {
 
   @Test
   void leaderLoop(TestDatabase db) throws Exception {
-    db.execute(
-        "CREATE TABLE queue_rollup (queue text, ready bigint); INSERT INTO queue_rollup VALUES ('q', 3)");
+    db.execute(DocsSql.createTable(Path.of("../docs/leader-loop.md"), "queue_rollup"));
+    db.execute("INSERT INTO queue_rollup VALUES ('q', 3)");
     DataSource dataSource = db.dataSource();
     // snippet:core/leader-loop
     LeaderLoop loop =
@@ -187,9 +172,8 @@ class ReadmeSnippetsIntegrationTest {
 
   @Test
   void whoLeadsHandOverAndFencedWrites(TestDatabase db) throws Exception {
-    db.execute(
-        "CREATE TABLE IF NOT EXISTS invoices (id int, state text); DELETE FROM invoices;"
-            + " INSERT INTO invoices VALUES (1, 'queued')");
+    createInvoices(db, Path.of("../docs/leader-loop.md"));
+    db.execute("INSERT INTO invoices VALUES (1, 'queued')");
     DataSource dataSource = db.dataSource();
     java.util.List<LeaderChange> heard = new java.util.concurrent.CopyOnWriteArrayList<>();
     LeaderLoop loop =
@@ -260,5 +244,11 @@ class ReadmeSnippetsIntegrationTest {
     next.close();
     loop.close();
     watch.close();
+  }
+
+  /** The invoices table as the page creates it: a reader runs that DDL, then the page's code. */
+  private static void createInvoices(TestDatabase db, Path page) throws SQLException {
+    db.execute("DROP TABLE IF EXISTS invoices");
+    db.execute(DocsSql.createTable(page, "invoices"));
   }
 }

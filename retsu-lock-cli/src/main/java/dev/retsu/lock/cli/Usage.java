@@ -10,9 +10,10 @@ final class Usage {
       retsu-lock-cli: who leads a retsu-lock key, on PostgreSQL advisory locks.
 
       Usage:
-        java -jar retsu-lock-cli-all.jar [who] --url URL KEY [--candidate-role ROLE] [--json]
-        java -jar retsu-lock-cli-all.jar [who] --url URL KEY --watch [--json]
-        java -jar retsu-lock-cli-all.jar evict --url URL KEY [--json] [--yes]
+        java -jar retsu-lock-cli-<version>-all.jar [who] --url URL KEY [--candidate-role ROLE]
+                                                   [--json]
+        java -jar retsu-lock-cli-<version>-all.jar [who] --url URL KEY --watch [--json]
+        java -jar retsu-lock-cli-<version>-all.jar evict --url URL KEY [--json] [--yes]
 
       Commands:
         who     (the default) print the holder: candidate, pid, token, term, since when, and its

@@ -15,6 +15,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -83,5 +85,32 @@ class RunnableJarIntegrationTest {
       assertThat(w.waitFor(10, TimeUnit.SECONDS)).as("the watch ends on a signal").isTrue();
       assertThat(w.exitValue()).as("killed by SIGTERM").isEqualTo(143);
     }
+  }
+
+  /**
+   * {@code --help} names the jar the build makes: every {@code java -jar NAME} line of the usage,
+   * with the version in place of {@code <version>}, is the built jar's file name.
+   */
+  @Test
+  void theHelpNamesTheJarTheBuildMakes() throws Exception {
+    Path jar = Path.of(System.getProperty("retsu.cli.jar", "target/none.jar"));
+    assertThat(jar).as("the shaded jar; failsafe runs after package").isRegularFile();
+    String version = System.getProperty("retsu.cli.version", "unknown");
+    Path java = Path.of(System.getProperty("java.home"), "bin", "java");
+    Path out = Files.createTempFile("retsu-lock-cli", ".help");
+    Process p =
+        new ProcessBuilder(java.toString(), "-jar", jar.toString(), "--help")
+            .redirectErrorStream(true)
+            .redirectOutput(out.toFile())
+            .start();
+    await().atMost(Duration.ofSeconds(30)).until(() -> !p.isAlive());
+    assertThat(p.exitValue()).isZero();
+    List<String> named = new ArrayList<>();
+    Matcher m =
+        Pattern.compile("java -jar (\\S+)").matcher(Files.readString(out, StandardCharsets.UTF_8));
+    while (m.find()) {
+      named.add(m.group(1).replace("<version>", version));
+    }
+    assertThat(named).isNotEmpty().allMatch(n -> n.equals(jar.getFileName().toString()));
   }
 }

@@ -6,10 +6,12 @@ import static org.awaitility.Awaitility.await;
 
 import dev.retsu.lock.LeaderLoop;
 import dev.retsu.lock.LockKey;
+import dev.retsu.lock.testing.DocsSql;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -28,10 +30,9 @@ class ReadmeSnippetsIntegrationTest {
 
   @Test
   void wiring(TestDatabase db) throws Exception {
-    db.execute(
-        "CREATE TABLE queue_state (name text PRIMARY KEY, ready bigint, in_flight bigint,"
-            + " scheduled bigint, dead bigint, oldest_ready_age_seconds double precision);"
-            + " INSERT INTO queue_state VALUES ('orders', 12, 3, 2, 1, 4.5)");
+    db.execute( // the table as the metrics page creates it
+        DocsSql.createTable(Path.of("../docs/metrics.md"), "queue_state"));
+    db.execute("INSERT INTO queue_state VALUES ('orders', 12, 3, 2, 1, 4.5)");
     DataSource dataSource = db.dataSource();
     PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     // snippet:micrometer/wiring

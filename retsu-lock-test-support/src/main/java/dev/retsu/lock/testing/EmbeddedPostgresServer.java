@@ -309,7 +309,17 @@ public final class EmbeddedPostgresServer implements PostgresServer {
         return;
       }
       String signal = mode == ShutdownMode.FAST ? "-INT" : "-QUIT";
-      run(List.of("kill", signal, Long.toString(postmaster.pid())), false);
+      try {
+        run(List.of("kill", signal, Long.toString(postmaster.pid())), false);
+      } catch (IllegalStateException e) {
+        // Gone before the signal: a Ctrl-C in the terminal reaches PostgreSQL (in the same
+        // process group) as it reaches this JVM, whose hook then finds nothing left to stop.
+        if (postmaster.waitFor(10, TimeUnit.SECONDS)) {
+          LOG.info("Embedded PostgreSQL on port {} had stopped already", port);
+          return;
+        }
+        throw e;
+      }
       if (!postmaster.waitFor(60, TimeUnit.SECONDS)) {
         LOG.warn("PostgreSQL on port {} did not stop within 60 s; killing it", port);
         postmaster.destroyForcibly();

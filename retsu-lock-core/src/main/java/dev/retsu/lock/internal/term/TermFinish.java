@@ -249,17 +249,25 @@ final class TermFinish {
     }
   }
 
+  /** A release this process asked for at INFO; a loss it did not (an eviction, say) at WARN. */
   private void logEnd(TermState t) {
     LossReason why = t.reason();
-    LOG.info(
-        "{} Leadership {} ({}) after {}: term {}, token {}{}",
-        session.id().context(),
-        why == LossReason.CLOSED || why == LossReason.YIELDED ? "released" : "lost",
-        why,
-        Duration.between(t.term().start(), options.time().now()),
-        t.term().number(),
-        t.term().fencingToken(),
-        t.cause() == null ? "" : ": " + t.cause());
+    boolean asked = why == LossReason.CLOSED || why == LossReason.YIELDED;
+    String format = "{} Leadership {} ({}) after {}: term {}, token {}{}";
+    Object[] args = {
+      session.id().context(),
+      asked ? "released" : "lost",
+      why,
+      Duration.between(t.term().start(), options.time().now()),
+      t.term().number(),
+      t.term().fencingToken(),
+      t.cause() == null ? "" : ": " + t.cause()
+    };
+    if (asked) {
+      LOG.info(format, args);
+    } else {
+      LOG.warn(format, args);
+    }
   }
 
   /**

@@ -29,6 +29,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.ReentrantLock;
@@ -63,6 +64,11 @@ public final class DemoCommand {
   private final List<String> summary = new ArrayList<>();
   private final AtomicBoolean stopLoad = new AtomicBoolean();
   private final AtomicBoolean cleanedUp = new AtomicBoolean();
+
+  /** Set by Ctrl-C (SIGINT, SIGTERM): what fails from then on is the shutdown, not the demo. */
+  private final AtomicBoolean interrupted = new AtomicBoolean();
+
+  private final CountDownLatch interruptSeen = new CountDownLatch(1);
   private EmbeddedPostgresServer postgres;
   private HikariDataSource pool;
   private Thread loadThread;
@@ -85,14 +91,22 @@ public final class DemoCommand {
    * @return the exit status: {@link Main#OK}, {@link Main#FAILED} or {@link Main#USAGE}
    */
   public int run() {
-    // Keep the timeline readable: the demo's own PostgreSQL and pool only speak up on trouble.
+    // Keep the timeline readable: the demo's own PostgreSQL and pool only speak up on trouble. The
+    // pool's broken-connection warnings carry a stack trace, and the demo says itself what broke.
     for (String quiet : List.of("io.zonky.test", "dev.retsu.lock.testing", "com.zaxxer.hikari")) {
       String property = "org.slf4j.simpleLogger.log." + quiet;
       if (System.getProperty(property) == null) {
-        System.setProperty(property, "warn");
+        System.setProperty(property, quiet.equals("com.zaxxer.hikari") ? "error" : "warn");
       }
     }
-    Thread hook = new Thread(this::cleanup, "retsu-lock-examples-demo-shutdown");
+    Thread hook =
+        new Thread(
+            () -> {
+              interrupted.set(true);
+              interruptSeen.countDown();
+              cleanup();
+            },
+            "retsu-lock-examples-demo-shutdown");
     Runtime.getRuntime().addShutdownHook(hook);
     try {
       for (int i = 0; i < settings.collectors(); i++) {
@@ -128,6 +142,9 @@ public final class DemoCommand {
       out.println("demo: " + e.getMessage());
       return Main.USAGE;
     } catch (Exception e) {
+      if (ctrlC()) {
+        return Main.OK; // Ctrl-C: the collectors and PostgreSQL went away on purpose
+      }
       say("demo failed: " + e);
       for (Child c : children) {
         out.println("---- last lines of " + c.name + " ----");
@@ -176,7 +193,7 @@ public final class DemoCommand {
               try {
                 load.run(null, Duration.ofDays(1), line -> {}, stopLoad::get);
               } catch (SQLException e) {
-                if (!stopLoad.get()) {
+                if (!stopLoad.get() && !interrupted.get()) {
                   say("load stopped: " + e);
                 }
               } catch (InterruptedException e) {
@@ -255,9 +272,42 @@ public final class DemoCommand {
           return false;
         };
     if (await(timeout, ready) == null) {
-      throw new IllegalStateException("no collector became leader within " + timeout);
+      throw new IllegalStateException(
+          "no collector became leader within " + timeout + ": " + collectorStates());
     }
     return newLeader(sinceNanos).orElseThrow();
+  }
+
+  /**
+   * Whether the demo is being stopped (Ctrl-C). The terminal's SIGINT reaches the collectors and
+   * PostgreSQL too, and they may fail the demo a moment before this JVM's hook runs: give the hook
+   * that moment before calling a failure a failure.
+   */
+  private boolean ctrlC() {
+    try {
+      return interruptSeen.await(500, TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return true;
+    }
+  }
+
+  /** Each collector's state, or its exit status and last line: why nobody leads. */
+  private String collectorStates() {
+    StringBuilder sb = new StringBuilder();
+    for (Child c : children) {
+      sb.append(sb.length() == 0 ? "" : "; ").append(c.name).append(' ');
+      if (c.process.isAlive()) {
+        sb.append(c.state());
+      } else {
+        List<String> last = c.tail(1);
+        sb.append("exited with status ").append(c.process.exitValue());
+        if (!last.isEmpty()) {
+          sb.append(" (last line: ").append(last.get(0).strip()).append(')');
+        }
+      }
+    }
+    return sb.toString();
   }
 
   private Optional<Child> newLeader(long sinceNanos) {
@@ -487,13 +537,20 @@ public final class DemoCommand {
     return c.process.isAlive() ? -1 : c.process.exitValue();
   }
 
-  /** Polls every 50 ms; returns a non-null marker when the condition held, null on timeout. */
-  private static Boolean await(Duration timeout, BooleanSupplier condition)
-      throws InterruptedException {
+  /**
+   * Polls every 50 ms; returns a non-null marker when the condition held, null on timeout. Throws
+   * at once when the demo's PostgreSQL has stopped: nothing the demo waits for can happen then.
+   */
+  private Boolean await(Duration timeout, BooleanSupplier condition) throws InterruptedException {
     long deadline = System.nanoTime() + timeout.toNanos();
     while (System.nanoTime() - deadline < 0) {
       if (condition.getAsBoolean()) {
         return Boolean.TRUE;
+      }
+      if (postgres != null && postgres.postmasterPid() < 0 && !interrupted.get()) {
+        throw new IllegalStateException(
+            "PostgreSQL stopped (its server process exited), so no collector can lead or export: "
+                + collectorStates());
       }
       Thread.sleep(50);
     }

@@ -6,7 +6,8 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Entry point of {@code retsu-lock-examples.jar}: {@code collector}, {@code load} and {@code demo}.
+ * Entry point of {@code retsu-lock-examples.jar}: {@code collector}, {@code load}, {@code demo} and
+ * {@code postgres}.
  *
  * <pre>
  * java -jar retsu-lock-examples.jar demo
@@ -38,6 +39,8 @@ public final class Main {
         load       enqueue and consume messages across N queues so the gauges move
         demo       start PostgreSQL, two or three collectors and some load; kill the leader
                    and show a standby taking over
+        postgres   start a throwaway PostgreSQL to try your own application on; print its
+                   JDBC URL and run until Ctrl-C
 
       '<command> --help' lists each command's options and environment variables.
       """;
@@ -115,6 +118,19 @@ public final class Main {
             return OK;
           }
           return new DemoCommand(Settings.Demo.from(rest, env), out).run();
+        }
+        case "postgres" -> {
+          if (Options.wantsHelp(rest)) {
+            out.print(
+                Options.usage(
+                    command,
+                    "Starts a throwaway PostgreSQL (the embedded binaries the demo uses; nothing"
+                        + " is installed),\nprints its JDBC URL and runs until Ctrl-C, which"
+                        + " stops it and deletes its data.",
+                    Settings.POSTGRES));
+            return OK;
+          }
+          return new PostgresCommand(Settings.Postgres.from(rest, env), out).run();
         }
         default -> {
           err.println("Unknown command '" + command + "'.");

@@ -6,6 +6,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalInt;
 import java.util.OptionalLong;
 
 /** The settings of each subcommand: names, defaults, validation. */
@@ -114,6 +115,10 @@ public final class Settings {
           PROGRESS);
   static final List<Option> DEMO = List.of(COLLECTORS, DEMO_INTERVAL, BASE_PORT, QUICK);
 
+  static final Option POSTGRES_PORT =
+      Option.of(null, "--port", null, "the TCP port to listen on (default: a free one)");
+  static final List<Option> POSTGRES = List.of(POSTGRES_PORT);
+
   private Settings() {}
 
   /** Where to connect. {@code url} empty means: start an embedded PostgreSQL. */
@@ -216,6 +221,18 @@ public final class Settings {
         interval = Duration.ofSeconds(1);
       }
       return new Demo(collectors, interval, o.intWithin(BASE_PORT, 1, 65533, "a TCP port"), quick);
+    }
+  }
+
+  /** The throwaway PostgreSQL: its port, or empty for a free one. */
+  public record Postgres(OptionalInt port) {
+
+    static Postgres from(List<String> args, Map<String, String> env) {
+      Options o = Options.parse("postgres", POSTGRES, args, env);
+      return new Postgres(
+          o.isSet(POSTGRES_PORT)
+              ? OptionalInt.of(o.intWithin(POSTGRES_PORT, 1, 65535, "a TCP port"))
+              : OptionalInt.empty());
     }
   }
 

@@ -24,7 +24,7 @@ class MainTest {
   }
 
   @ParameterizedTest
-  @ValueSource(strings = {"collector", "load", "demo"})
+  @ValueSource(strings = {"collector", "load", "demo", "postgres"})
   void everyCommandHasHelp(String command) {
     assertThat(run(command, "--help")).isEqualTo(Main.OK);
     assertThat(out.toString(StandardCharsets.UTF_8))
@@ -52,7 +52,8 @@ class MainTest {
   @Test
   void overviewOnHelpAndUsageErrorWithoutCommand() {
     assertThat(run("--help")).isEqualTo(Main.OK);
-    assertThat(out.toString(StandardCharsets.UTF_8)).contains("collector", "load", "demo");
+    assertThat(out.toString(StandardCharsets.UTF_8))
+        .contains("collector", "load", "demo", "postgres");
     assertThat(run()).isEqualTo(Main.USAGE);
     assertThat(run("collect")).isEqualTo(Main.USAGE);
     assertThat(err.toString(StandardCharsets.UTF_8)).contains("Unknown command 'collect'");

@@ -3,8 +3,11 @@ package dev.retsu.lock.examples.reportjob;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.retsu.lock.testing.DocsSql;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
+import java.nio.file.Path;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
@@ -54,9 +57,7 @@ class ReportJobConfigurationIntegrationTest {
 
   @Test
   void theExampleJobRunsOnTheLeaderOnlyAndMovesWhenItStops(TestDatabase db) throws Exception {
-    db.execute(
-        "DROP TABLE IF EXISTS report_run;"
-            + " CREATE TABLE report_run (candidate text NOT NULL, ran_at timestamptz NOT NULL)");
+    createReportRun(db);
     long key = KEYS.incrementAndGet();
     ConfigurableApplicationContext a = start(db, "report-a", key);
     try (ConfigurableApplicationContext b = start(db, "report-b", key)) {
@@ -83,9 +84,7 @@ class ReportJobConfigurationIntegrationTest {
   @Test
   void aTightScheduledLeaderOnlyJobOnTheLeaderIsNeverStarvedByTheIdleLoop(TestDatabase db)
       throws Exception {
-    db.execute(
-        "DROP TABLE IF EXISTS report_run;"
-            + " CREATE TABLE report_run (candidate text NOT NULL, ran_at timestamptz NOT NULL)");
+    createReportRun(db);
     long key = KEYS.incrementAndGet();
     try (ConfigurableApplicationContext a =
         start(db, "tight-a", key, "retsu.lock.leaders.report.retry-interval=200ms")) {
@@ -107,5 +106,11 @@ class ReportJobConfigurationIntegrationTest {
   private static int rows(TestDatabase db, String candidate) throws Exception {
     return db.queryInts("SELECT count(*)::int FROM report_run WHERE candidate = ?", candidate)
         .get(0);
+  }
+
+  /** The table as the Spring Boot page creates it: a reader runs that DDL, then the job. */
+  private static void createReportRun(TestDatabase db) throws SQLException {
+    db.execute("DROP TABLE IF EXISTS report_run");
+    db.execute(DocsSql.createTable(Path.of("../docs/spring-boot.md"), "report_run"));
   }
 }

@@ -11,8 +11,8 @@ import org.springframework.scheduling.annotation.Scheduled;
 // snippet:shedlock/job
 /**
  * A scheduled job that runs on one node at a time: ShedLock's {@code @SchedulerLock} around a
- * {@code @Scheduled} method. Each run records itself in {@code report_run} on the lock's own
- * session, so the row is written only while the lock is held.
+ * {@code @Scheduled} method. Each run records itself in {@code nightly_report_run} on the lock's
+ * own session, so the row is written only while the lock is held.
  */
 public class ReportJob {
 
@@ -33,9 +33,9 @@ public class ReportJob {
         c -> {
           try (PreparedStatement ps =
               c.prepareStatement(
-                  "INSERT INTO report_run SELECT current_setting('application_name'),"
-                      + " clock_timestamp(), clock_timestamp() + interval '50 milliseconds'"
-                      + " FROM pg_sleep(0.05)")) {
+                  "INSERT INTO nightly_report_run (holder, started_at, ended_at)"
+                      + " SELECT current_setting('application_name'), clock_timestamp(),"
+                      + " clock_timestamp() + interval '50 milliseconds' FROM pg_sleep(0.05)")) {
             return ps.executeUpdate();
           }
         });

@@ -5,6 +5,7 @@ import static org.awaitility.Awaitility.await;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import dev.retsu.lock.testing.DocsSql;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.ReadmeSnippets;
 import dev.retsu.lock.testing.TestDatabase;
@@ -24,11 +25,13 @@ import org.springframework.core.env.MapPropertySource;
 @ExtendWith(PostgresExtension.class)
 class ReportJobIntegrationTest {
 
+  private static final Path PAGE = Path.of("../docs/shedlock.md");
+
   @Test
   void docsShowExactlyTheExampleThatRuns() {
     assertThat(
             ReadmeSnippets.verify(
-                Path.of("../docs/shedlock.md"),
+                PAGE,
                 "shedlock",
                 Path.of(
                     "src/test/java/dev/retsu/lock/shedlock/example/ReportJobConfiguration.java"),
@@ -38,27 +41,27 @@ class ReportJobIntegrationTest {
 
   @Test
   void scheduledJobRunsOnOneNodeAtATimeOnTheLocksSession(TestDatabase db) throws Exception {
-    db.execute(
-        "CREATE TABLE report_run (node text NOT NULL, started timestamptz NOT NULL,"
-            + " ended timestamptz NOT NULL)");
+    db.execute(DocsSql.createTable(PAGE, "nightly_report_run")); // as the page creates it
     try (HikariDataSource poolA = pool(db, "node-a");
         HikariDataSource poolB = pool(db, "node-b");
         AnnotationConfigApplicationContext nodeA = node(poolA);
         AnnotationConfigApplicationContext nodeB = node(poolB)) {
       await()
           .atMost(Duration.ofSeconds(60))
-          .until(() -> db.queryInts("SELECT count(*)::int FROM report_run").get(0) >= 20);
+          .until(() -> db.queryInts("SELECT count(*)::int FROM nightly_report_run").get(0) >= 20);
       assertThat(nodeA.isRunning() && nodeB.isRunning()).isTrue();
     }
     // No run started before the previous one ended, whichever node ran them.
     assertThat(
             db.queryInts(
-                "SELECT count(*)::int FROM (SELECT started, lag(ended) OVER (ORDER BY started) AS"
-                    + " previous_end FROM report_run) r WHERE started < previous_end"))
+                "SELECT count(*)::int FROM (SELECT started_at, lag(ended_at) OVER (ORDER BY"
+                    + " started_at) AS previous_end FROM nightly_report_run) r"
+                    + " WHERE started_at < previous_end"))
         .containsExactly(0);
     // Every row was written on a lock session (application_name retsu-lock:<candidate>).
     assertThat(
-            db.queryInts("SELECT count(*)::int FROM report_run WHERE node NOT LIKE 'retsu-lock:%'"))
+            db.queryInts(
+                "SELECT count(*)::int FROM nightly_report_run WHERE holder NOT LIKE 'retsu-lock:%'"))
         .containsExactly(0);
   }
 
