@@ -133,12 +133,9 @@ final class TermEnd implements SessionIo.Listener {
       return;
     }
     listeners.refreshed(t, options.refreshTimeout(), t.cause());
-    if (policy == ReleasePolicy.END_SESSION && t.startFinishing()) {
-      // The session is the term's alone: release it now, not after the task (aborting it also
-      // unblocks a task hung in a statement on it).
-      task.interrupt();
-      finish.finishClaimed(t, true);
-    } else {
+    // Under END_SESSION the session is the term's alone: release it now, not after the task
+    // (aborting it also unblocks a task hung in a statement on it).
+    if (policy != ReleasePolicy.END_SESSION || !finish.finishAborting(t, task::interrupt)) {
       task.interrupt();
       parts.wakeup().wakeAll();
     }

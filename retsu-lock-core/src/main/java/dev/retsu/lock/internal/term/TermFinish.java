@@ -56,6 +56,13 @@ final class TermFinish {
   /** The thread telling listeners of a term's end right now, or null. */
   private volatile Thread telling;
 
+  /**
+   * Terms another thread is finishing one by one (counted before it claims one to finish, until its
+   * listeners returned and its release is done): the session's end waits for them, so that no
+   * listener is still in {@code onLost} of a term when its lock is released.
+   */
+  private final InFlight inFlight = new InFlight();
+
   /** When {@link #telling} began (monotonic); meaningful while it is set. */
   private volatile long tellingSince;
 
@@ -99,7 +106,13 @@ final class TermFinish {
       }
       if (policy == ReleasePolicy.END_SESSION) {
         finish(t, false);
-      } else if (t.startFinishing()) {
+        continue;
+      }
+      inFlight.enter();
+      try {
+        if (!t.startFinishing()) {
+          continue;
+        }
         terms.remove(t.term().key(), t);
         try {
           tell(t);
@@ -109,11 +122,13 @@ final class TermFinish {
         if (policy.unlocks(t.reason())) {
           unlock.add(t.term().key());
           unlockedTerms.add(t);
+          if (ends.endReason() != null) {
+            releasedAtEnd.add(t); // the session's end releases it: notified then
+          }
         }
+      } finally {
+        inFlight.exit();
       }
-    }
-    if (!unlockedTerms.isEmpty() && ends.endReason() != null) {
-      releasedAtEnd.addAll(unlockedTerms); // the session's end releases them
     }
     if (!unlock.isEmpty() && ends.endReason() == null && session.isOpen()) {
       try {
@@ -132,12 +147,41 @@ final class TermFinish {
    * ends (aborted with {@code abort}), which releases the key; once, whoever comes first.
    */
   void finish(TermState t, boolean abort) {
-    if (t.startFinishing()) {
-      finishClaimed(t, abort);
+    inFlight.enter();
+    try {
+      if (t.startFinishing()) {
+        finishClaimed(t, abort);
+      }
+    } finally {
+      inFlight.exit();
     }
   }
 
-  void finishClaimed(TermState t, boolean abort) {
+  /**
+   * {@link #finish} with an abort, running {@code first} (the task's interrupt) once this thread
+   * claimed the term to finish.
+   *
+   * @return false if another thread finishes it
+   */
+  boolean finishAborting(TermState t, Runnable first) {
+    inFlight.enter();
+    try {
+      if (!t.startFinishing()) {
+        return false;
+      }
+      first.run();
+      finishClaimed(t, true);
+      return true;
+    } finally {
+      inFlight.exit();
+    }
+  }
+
+  /**
+   * {@link #finish} of a term the caller already claimed to finish ({@code startFinishing}); the
+   * caller counts itself in flight first.
+   */
+  private void finishClaimed(TermState t, boolean abort) {
     terms.remove(t.term().key(), t);
     try {
       tell(t);
@@ -209,6 +253,9 @@ final class TermFinish {
         }
       }
     } finally {
+      if (!abort && !inFlight.awaitNone(options.closeTimeout())) {
+        abortIfAListenerHangs(); // a listener of a term another thread finishes hangs
+      }
       if (abort) {
         session.io().abort();
       } else {

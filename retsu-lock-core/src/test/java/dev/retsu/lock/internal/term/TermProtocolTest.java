@@ -68,6 +68,9 @@ class TermProtocolTest {
   private final List<Thread> threads = new ArrayList<>();
   private int pids = 100;
 
+  /** When set, {@code onLost} of a YIELDED term counts the first down and awaits the second. */
+  private volatile CountDownLatch[] yieldedOnLostBlocks;
+
   @AfterEach
   void stop() throws InterruptedException {
     closing.set(true);
@@ -140,6 +143,16 @@ class TermProtocolTest {
       @Override
       public void onLost(Term term, LossReason reason, Throwable cause) {
         log.add("onLost " + term.key().value() % 100 + " " + reason);
+        CountDownLatch[] blocks = yieldedOnLostBlocks;
+        if (blocks != null && reason == LossReason.YIELDED) {
+          blocks[0].countDown();
+          try {
+            blocks[1].await();
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+          log.add("onLost returns");
+        }
       }
     };
   }
@@ -169,6 +182,36 @@ class TermProtocolTest {
         throw e;
       }
     };
+  }
+
+  /**
+   * A term that ended between refreshes is finished by the worker while {@code close()} runs on
+   * another thread: the closing thread ends the session only once the worker's listeners returned,
+   * so no {@code onLost} is still running when the lock is released.
+   */
+  @ParameterizedTest
+  @EnumSource(Shape.class)
+  void aCloseWhileTheWorkerTellsAnEndedTermReleasesOnlyOnceTheListenersReturned(Shape shape)
+      throws Exception {
+    CountDownLatch inOnLost = new CountDownLatch(1);
+    CountDownLatch mayReturn = new CountDownLatch(1);
+    yieldedOnLostBlocks = new CountDownLatch[] {inOnLost, mayReturn};
+    Fixture f = start(shape, ctx -> {});
+    f.worker.endTerm(f.terms.get(0), LossReason.YIELDED, null);
+    assertThat(inOnLost.await(WITHIN.toMillis(), TimeUnit.MILLISECONDS)).isTrue();
+
+    Thread closer = new Thread(f.worker::close, "retsu-lock-test-closer");
+    threads.add(closer);
+    closer.start();
+    await()
+        .during(Duration.ofMillis(300))
+        .atMost(WITHIN)
+        .until(() -> f.session.isOpen() && !log.contains("released"));
+
+    mayReturn.countDown();
+    closer.join(WITHIN.toMillis());
+    assertThat(f.session.isOpen()).isFalse();
+    assertThat(log.indexOf("onLost returns")).isLessThan(log.indexOf("released"));
   }
 
   @ParameterizedTest
