@@ -15,6 +15,7 @@ import jakarta.enterprise.event.Event;
 import jakarta.enterprise.event.Observes;
 import jakarta.enterprise.inject.Any;
 import jakarta.enterprise.inject.Instance;
+import jakarta.inject.Inject;
 import jakarta.inject.Singleton;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -40,6 +41,7 @@ public class RetsuLeaders {
   private final Instance<LoopObserver> observers;
   private volatile Map<String, RetsuLeader> leaders = Map.of();
 
+  @Inject
   RetsuLeaders(
       RetsuLockConfig config, Event<Object> events, @Any Instance<LoopObserver> observers) {
     this.config = config;

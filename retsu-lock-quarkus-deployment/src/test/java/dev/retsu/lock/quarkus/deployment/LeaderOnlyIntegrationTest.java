@@ -14,9 +14,9 @@ import io.quarkus.scheduler.Scheduled;
 import io.quarkus.test.QuarkusUnitTest;
 import io.smallrye.health.SmallRyeHealth;
 import io.smallrye.health.SmallRyeHealthReporter;
-import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
 import jakarta.inject.Inject;
+import jakarta.inject.Singleton;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -66,7 +66,7 @@ class LeaderOnlyIntegrationTest {
   @Inject MeterRegistry registry;
 
   /** The application's jobs: one on every instance (the scheduler's ticks), one leader-only. */
-  @ApplicationScoped
+  @Singleton // no client proxy: the test reads the fields
   static class Jobs {
     final AtomicInteger ticks = new AtomicInteger();
     final AtomicInteger leaderRuns = new AtomicInteger();

@@ -3,6 +3,7 @@ package dev.retsu.lock.quarkus.internal;
 import dev.retsu.lock.LeaderLoop;
 import dev.retsu.lock.micrometer.LeaderMetrics;
 import io.micrometer.core.instrument.MeterRegistry;
+import jakarta.inject.Inject;
 import jakarta.inject.Singleton;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -17,6 +18,7 @@ public class LeaderMeters implements LoopObserver {
   private final MeterRegistry registry;
   private final Map<String, LeaderMetrics> bound = new ConcurrentHashMap<>();
 
+  @Inject
   LeaderMeters(MeterRegistry registry) {
     this.registry = registry;
   }

@@ -4,6 +4,7 @@ import dev.retsu.lock.quarkus.LeaderOnly;
 import dev.retsu.lock.quarkus.RetsuLeader;
 import dev.retsu.lock.quarkus.RetsuLeaders;
 import jakarta.annotation.Priority;
+import jakarta.inject.Inject;
 import jakarta.interceptor.AroundInvoke;
 import jakarta.interceptor.Interceptor;
 import jakarta.interceptor.InvocationContext;
@@ -24,6 +25,7 @@ public class LeaderOnlyInterceptor {
 
   private final RetsuLeaders leaders;
 
+  @Inject
   LeaderOnlyInterceptor(RetsuLeaders leaders) {
     this.leaders = leaders;
   }

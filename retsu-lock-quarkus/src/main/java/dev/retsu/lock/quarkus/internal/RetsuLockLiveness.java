@@ -1,6 +1,7 @@
 package dev.retsu.lock.quarkus.internal;
 
 import dev.retsu.lock.quarkus.RetsuLeaders;
+import jakarta.inject.Inject;
 import jakarta.inject.Singleton;
 import org.eclipse.microprofile.health.HealthCheck;
 import org.eclipse.microprofile.health.HealthCheckResponse;
@@ -16,6 +17,7 @@ public class RetsuLockLiveness implements HealthCheck {
 
   private final RetsuLeaders leaders;
 
+  @Inject
   RetsuLockLiveness(RetsuLeaders leaders) {
     this.leaders = leaders;
   }

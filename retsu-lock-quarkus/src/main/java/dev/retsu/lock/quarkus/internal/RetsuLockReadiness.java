@@ -1,6 +1,7 @@
 package dev.retsu.lock.quarkus.internal;
 
 import dev.retsu.lock.quarkus.RetsuLeaders;
+import jakarta.inject.Inject;
 import jakarta.inject.Singleton;
 import org.eclipse.microprofile.health.HealthCheck;
 import org.eclipse.microprofile.health.HealthCheckResponse;
@@ -13,6 +14,7 @@ public class RetsuLockReadiness implements HealthCheck {
 
   private final RetsuLeaders leaders;
 
+  @Inject
   RetsuLockReadiness(RetsuLeaders leaders) {
     this.leaders = leaders;
   }
