@@ -15,6 +15,7 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -110,7 +111,9 @@ class TwoInstancesIntegrationTest {
 
       leader.sigterm();
       await().atMost(Duration.ofSeconds(60)).until(() -> runs(standby.candidate) >= 3);
-      assertThat(leader.process.waitFor()).as("exit code after SIGTERM").isZero();
+      assertThat(leader.process.waitFor(60, TimeUnit.SECONDS)).as("stopped after SIGTERM").isTrue();
+      assertThat(leader.process.exitValue()).as("exit code after SIGTERM").isIn(0, 143);
+      assertThat(leader.logged("Leader loop stopped")).as("a graceful stop").isTrue();
       assertNoOverlap(leader.candidate, standby.candidate);
 
       try (Instance c = new Instance("c", ChildJvm.freePort())) {
