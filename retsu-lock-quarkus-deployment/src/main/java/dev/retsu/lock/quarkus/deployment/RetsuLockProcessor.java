@@ -21,6 +21,7 @@ import io.quarkus.deployment.builditem.FeatureBuildItem;
 import io.quarkus.deployment.metrics.MetricsCapabilityBuildItem;
 import io.quarkus.runtime.metrics.MetricsFactory;
 import jakarta.enterprise.inject.spi.DeploymentException;
+import jakarta.interceptor.Interceptor;
 import java.lang.reflect.Modifier;
 import java.util.ArrayList;
 import java.util.List;
@@ -46,6 +47,7 @@ public class RetsuLockProcessor {
 
   static final String FEATURE = "retsu-lock";
   static final DotName LEADER_ONLY = DotName.createSimple(LeaderOnly.class);
+  static final DotName INTERCEPTOR = DotName.createSimple(Interceptor.class);
 
   @BuildStep
   FeatureBuildItem feature() {
@@ -81,7 +83,7 @@ public class RetsuLockProcessor {
       BeanArchiveIndexBuildItem index,
       BuildProducer<ValidationErrorBuildItem> errors) {
     List<Throwable> found = new ArrayList<>();
-    for (AnnotationInstance a : index.getIndex().getAnnotations(LEADER_ONLY)) {
+    for (AnnotationInstance a : uses(index)) {
       switch (a.target().kind()) {
         case METHOD:
           check(a.target().asMethod(), found);
@@ -130,7 +132,7 @@ public class RetsuLockProcessor {
   @Record(ExecutionTime.RUNTIME_INIT)
   void leaderOnlySites(BeanArchiveIndexBuildItem index, RetsuLockRecorder recorder) {
     Map<String, String> sites = new TreeMap<>();
-    for (AnnotationInstance a : index.getIndex().getAnnotations(LEADER_ONLY)) {
+    for (AnnotationInstance a : uses(index)) {
       String name = a.value().asString();
       switch (a.target().kind()) {
         case METHOD:
@@ -145,6 +147,23 @@ public class RetsuLockProcessor {
       }
     }
     recorder.leaderOnlySites(sites);
+  }
+
+  /** The uses of {@code @LeaderOnly} in the application, without the binding on our interceptor. */
+  private static List<AnnotationInstance> uses(BeanArchiveIndexBuildItem index) {
+    List<AnnotationInstance> uses = new ArrayList<>();
+    for (AnnotationInstance a : index.getIndex().getAnnotations(LEADER_ONLY)) {
+      ClassInfo owner =
+          switch (a.target().kind()) {
+            case CLASS -> a.target().asClass();
+            case METHOD -> a.target().asMethod().declaringClass();
+            default -> null;
+          };
+      if (owner != null && !owner.hasDeclaredAnnotation(INTERCEPTOR)) {
+        uses.add(a);
+      }
+    }
+    return uses;
   }
 
   private static String site(MethodInfo m) {
