@@ -42,7 +42,7 @@ public class RetsuLockNativeProcessor {
       List.of("org.postgresql.PGConnection", "org.postgresql.core.BaseConnection");
 
   /** Core's classes with a static {@code SecureRandom}. */
-  static final List<String> RUNTIME_INITIALIZED =
+  public static final List<String> RUNTIME_INITIALIZED =
       List.of(
           "dev.retsu.lock.internal.session.SessionBorrow",
           "dev.retsu.lock.internal.group.Membership");
