@@ -29,6 +29,7 @@ class DocsSnippetsTest {
           "examples", "examples DocsSnippetsTest",
           "boot", "examples SpringBootPageSnippetsTest",
           "shedlock", "shedlock ReportJobIntegrationTest",
+          "quarkus", "quarkus-example QuarkusPageSnippetsTest",
           "spring-integration", "spring-integration DocsSnippetsIntegrationTest");
 
   @Test

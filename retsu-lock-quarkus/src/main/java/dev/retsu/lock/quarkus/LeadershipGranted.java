@@ -1,0 +1,26 @@
+package dev.retsu.lock.quarkus;
+
+import dev.retsu.lock.Term;
+import java.util.Objects;
+
+/**
+ * A CDI event: this instance became the leader. Fired synchronously on the leader's loop thread
+ * when a term starts, before its first refresh, so {@code @LeaderOnly} work may not run yet. An
+ * observer that throws is logged at WARN and does not end the term.
+ *
+ * @param leader the leader's name under {@code retsu.lock.leaders}
+ * @param term the term that started
+ */
+public record LeadershipGranted(String leader, Term term) {
+
+  /**
+   * An event.
+   *
+   * @param leader not null
+   * @param term not null
+   */
+  public LeadershipGranted {
+    Objects.requireNonNull(leader, "leader");
+    Objects.requireNonNull(term, "term");
+  }
+}

@@ -1,0 +1,23 @@
+package dev.retsu.lock.quarkus.internal;
+
+import dev.retsu.lock.LeaderLoop;
+
+/** A bean told of each leader's loop before it starts and after it closed (the meters are one). */
+public interface LoopObserver {
+
+  /**
+   * A loop is about to start.
+   *
+   * @param name the leader's name
+   * @param loop its loop
+   */
+  void started(String name, LeaderLoop loop);
+
+  /**
+   * A loop closed.
+   *
+   * @param name the leader's name
+   * @param loop its loop
+   */
+  void stopped(String name, LeaderLoop loop);
+}
