@@ -102,6 +102,7 @@ public final class WarmUp {
           "dev.retsu.lock.internal.term.TermEnd",
           "dev.retsu.lock.internal.term.TermEnd$SessionEnd",
           "dev.retsu.lock.internal.term.TermFinish",
+          "dev.retsu.lock.internal.term.InFlight",
           "dev.retsu.lock.internal.term.TermRefresh",
           "dev.retsu.lock.internal.term.IdleWait",
           "dev.retsu.lock.internal.term.IdleWait$CutShort",
