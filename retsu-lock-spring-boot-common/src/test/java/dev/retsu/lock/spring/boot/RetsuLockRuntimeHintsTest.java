@@ -54,9 +54,12 @@ class RetsuLockRuntimeHintsTest {
 
   @Test
   void thePgjdbcFieldsTheSocketProbeReadsHaveReflectionHints() throws Exception {
-    for (String constant : List.of("PG_STREAM", "PG_INPUT")) {
-      Field read = (Field) staticField("dev.retsu.lock.internal.session.PgSession", constant);
-      assertThat(read).as(constant + ": pgjdbc is on the test class path").isNotNull();
+    Object internals = staticField("dev.retsu.lock.internal.session.PgSession", "INTERNALS");
+    for (String name : List.of("stream", "input")) {
+      Field holder = internals.getClass().getDeclaredField(name);
+      holder.setAccessible(true);
+      Field read = (Field) holder.get(internals);
+      assertThat(read).as(name + ": pgjdbc is on the test class path").isNotNull();
       assertThat(RuntimeHintsPredicates.reflection().onField(read))
           .as("%s.%s", read.getDeclaringClass().getName(), read.getName())
           .accepts(hints);
