@@ -395,8 +395,62 @@ public final class FaultProxy implements AutoCloseable {
     private final ReentrantLock lock = new ReentrantLock();
     private boolean created;
 
+    /** Whether this JVM made a table yet: the first one sweeps dead JVMs' tables first. */
+    private static final java.util.concurrent.atomic.AtomicBoolean FIRST_TABLE =
+        new java.util.concurrent.atomic.AtomicBoolean();
+
+    /** At exit (not after a SIGKILL): this JVM's tables that a proxy left open. */
+    private static void removeTablesOfThisProcess() {
+      String prefix = "retsu_lock_proxy_" + ProcessHandle.current().pid() + "_";
+      try {
+        Process p = new ProcessBuilder("nft", "list", "tables").redirectErrorStream(true).start();
+        String listing = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        p.waitFor(10, TimeUnit.SECONDS);
+        for (String line : listing.split("\n")) {
+          String name = line.replace("table inet ", "").trim();
+          if (line.startsWith("table inet ") && name.startsWith(prefix)) {
+            nft("delete table inet " + name + "\n");
+          }
+        }
+      } catch (IOException | RuntimeException e) {
+        // at exit: nothing left to report to
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+
     NetfilterDrops(String table) {
       this.table = table;
+    }
+
+    /**
+     * Deletes the tables of test JVMs that are gone: one killed before it closed its proxies leaves
+     * drop rules for ephemeral ports, and a later connection that happens to get one of those ports
+     * stalls until its connect timeout (seen as a session that took 10 s to open).
+     */
+    static void removeTablesOfDeadProcesses() {
+      String listing;
+      try {
+        Process p = new ProcessBuilder("nft", "list", "tables").redirectErrorStream(true).start();
+        listing = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (!p.waitFor(10, TimeUnit.SECONDS) || p.exitValue() != 0) {
+          return;
+        }
+      } catch (IOException e) {
+        return;
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      }
+      java.util.regex.Matcher m =
+          java.util.regex.Pattern.compile("table inet (retsu_lock_proxy_(\\d+)_\\d+)")
+              .matcher(listing);
+      while (m.find()) {
+        long pid = Long.parseLong(m.group(2));
+        if (ProcessHandle.of(pid).isEmpty()) {
+          nft("delete table inet " + m.group(1) + "\n");
+        }
+      }
     }
 
     static boolean available() {
@@ -441,6 +495,12 @@ public final class FaultProxy implements AutoCloseable {
         StringBuilder script = new StringBuilder();
         if (created) {
           script.append("delete table inet ").append(table).append('\n');
+        } else if (FIRST_TABLE.compareAndSet(false, true)) {
+          removeTablesOfDeadProcesses();
+          Runtime.getRuntime()
+              .addShutdownHook(
+                  new Thread(
+                      NetfilterDrops::removeTablesOfThisProcess, "retsu-lock-test-nft-cleanup"));
         }
         script.append("table inet ").append(table).append(" {\n");
         script.append("  chain out { type filter hook output priority -10; policy accept;\n");
