@@ -21,6 +21,11 @@ import java.lang.annotation.Target;
  * <p>It is a CDI interceptor binding: the method must belong to a bean and be called through it
  * (the scheduler does so), must not be private or static, and must return {@code void}. The build
  * fails when one returns something else; start-up fails when no leader has this name.
+ *
+ * <p>With {@link #key()}, {@link #value()} names a group ({@code retsu.lock.groups.<name>}) and the
+ * method runs only on the member that owns that key, on that key's term: every end of the key's
+ * term interrupts it and awaits it (up to the group's {@code close-timeout}) before the key is
+ * released. Start-up fails when the key is not in the group's {@code keys}.
  */
 @InterceptorBinding
 @Target({ElementType.METHOD, ElementType.TYPE})
@@ -30,10 +35,20 @@ import java.lang.annotation.Target;
 public @interface LeaderOnly {
 
   /**
-   * The leader's name under {@code retsu.lock.leaders}.
+   * The leader's name under {@code retsu.lock.leaders}, or with {@link #key()} the group's name
+   * under {@code retsu.lock.groups}.
    *
    * @return the name
    */
   @Nonbinding
   String value();
+
+  /**
+   * A key of the group {@link #value()} names, one of its {@code keys}; empty (the default) for a
+   * leader.
+   *
+   * @return the key's name
+   */
+  @Nonbinding
+  String key() default "";
 }

@@ -1,5 +1,7 @@
 package dev.retsu.lock.quarkus;
 
+import dev.retsu.lock.LeaderGroup;
+import dev.retsu.lock.LeaderGroupBuilder;
 import dev.retsu.lock.LeaderLoop;
 import dev.retsu.lock.LeaderLoopBuilder;
 import dev.retsu.lock.LockKey;
@@ -19,6 +21,7 @@ import jakarta.inject.Inject;
 import jakarta.inject.Singleton;
 import java.util.Collections;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeSet;
@@ -26,10 +29,11 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The application's leaders, one per {@code retsu.lock.leaders.<name>}: built and started when the
- * application starts (after its data sources, before the first request), closed when it stops: each
- * leader's {@code @LeaderOnly} work stops and is awaited, then its lock is released. Inject it to
- * ask who leads or to reach a leader's term. Thread-safe.
+ * The application's leaders, one per {@code retsu.lock.leaders.<name>}, and groups, one per {@code
+ * retsu.lock.groups.<name>}: built and started when the application starts (after its data sources,
+ * before the first request), closed when it stops: each leader's {@code @LeaderOnly} work stops and
+ * is awaited, then its lock is released. Inject it to ask who leads or to reach a leader's term.
+ * Thread-safe.
  */
 @Singleton
 public class RetsuLeaders {
@@ -40,6 +44,7 @@ public class RetsuLeaders {
   private final Event<Object> events;
   private final Instance<LoopObserver> observers;
   private volatile Map<String, RetsuLeader> leaders = Map.of();
+  private volatile Map<String, RetsuLeaderGroup> groups = Map.of();
 
   @Inject
   RetsuLeaders(
@@ -88,6 +93,42 @@ public class RetsuLeaders {
     return Optional.ofNullable(leaders.get(name));
   }
 
+  /**
+   * Returns a group by name.
+   *
+   * @param name its name under {@code retsu.lock.groups}
+   * @return the group
+   * @throws IllegalArgumentException when no group has this name
+   */
+  public RetsuLeaderGroup group(String name) {
+    RetsuLeaderGroup g = groups.get(name);
+    if (g == null) {
+      throw new IllegalArgumentException(
+          "No group named '" + name + "': retsu.lock.groups has " + new TreeSet<>(groups.keySet()));
+    }
+    return g;
+  }
+
+  /**
+   * Returns every group, by name.
+   *
+   * @return the groups, unmodifiable; empty before start-up and with {@code
+   *     retsu.lock.enabled=false}
+   */
+  public Map<String, RetsuLeaderGroup> groups() {
+    return groups;
+  }
+
+  /**
+   * Returns a group by name, or empty.
+   *
+   * @param name its name
+   * @return the group, if there is one
+   */
+  public Optional<RetsuLeaderGroup> findGroup(String name) {
+    return Optional.ofNullable(groups.get(name));
+  }
+
   void start(@Observes @Priority(100) StartupEvent event) {
     if (!config.enabled()) {
       LOG.info("retsu.lock.enabled=false: no leader contends");
@@ -97,17 +138,30 @@ public class RetsuLeaders {
     for (Map.Entry<String, RetsuLockConfig.Leader> e : config.leaders().entrySet()) {
       built.put(e.getKey(), build(e.getKey(), e.getValue()));
     }
-    LeaderOnlySites.check(built.keySet());
+    Map<String, List<String>> groupKeys = new LinkedHashMap<>();
+    config.groups().forEach((name, g) -> groupKeys.put(name, g.keys()));
+    LeaderOnlySites.check(built.keySet(), groupKeys);
+    Map<String, RetsuLeaderGroup> builtGroups = new LinkedHashMap<>();
+    for (Map.Entry<String, RetsuLockConfig.Group> e : config.groups().entrySet()) {
+      builtGroups.put(e.getKey(), buildGroup(e.getKey(), e.getValue()));
+    }
     leaders = Collections.unmodifiableMap(built);
+    groups = Collections.unmodifiableMap(builtGroups);
     for (RetsuLeader l : built.values()) {
       for (LoopObserver o : observers) {
         o.started(l.name(), l.loop());
       }
       l.start();
     }
+    for (RetsuLeaderGroup g : builtGroups.values()) {
+      g.start();
+    }
   }
 
   void stop(@Observes @Priority(100) ShutdownEvent event) {
+    for (RetsuLeaderGroup g : groups.values()) {
+      g.close(); // every key's work stops and is awaited, then the sessions end
+    }
     for (RetsuLeader l : leaders.values()) {
       l.close();
     }
@@ -118,19 +172,45 @@ public class RetsuLeaders {
     }
   }
 
+  private RetsuLeaderGroup buildGroup(String name, RetsuLockConfig.Group c) {
+    String prefix = "retsu.lock.groups." + name;
+    AgroalDataSource dataSource = dataSource(prefix, c.datasource());
+    String namespace = c.namespace().orElse(name);
+    Map<String, LockKey> keys = new LinkedHashMap<>();
+    for (String k : c.keys()) {
+      if (keys.put(k, LockKey.named(namespace, k)) != null) {
+        throw new IllegalArgumentException(
+            prefix + ".keys must be distinct, but names '" + k + "' twice: " + c.keys());
+      }
+    }
+    LeaderGroupBuilder b =
+        LeaderGroup.builder(dataSource, name, List.copyOf(keys.values()))
+            .sessions(c.sessions())
+            .refreshInterval(c.refreshInterval())
+            .refreshTimeout(c.refreshTimeout())
+            .membershipInterval(c.membershipInterval())
+            .reconnectInterval(c.reconnectInterval())
+            .closeTimeout(c.closeTimeout())
+            .failFast(c.failFast());
+    config.candidateId().ifPresent(b::candidateId);
+    return new RetsuLeaderGroup(name, b.build(), keys, c.closeTimeout());
+  }
+
+  private static AgroalDataSource dataSource(String prefix, Optional<String> name) {
+    String ds = name.orElse(DataSourceUtil.DEFAULT_DATASOURCE_NAME);
+    return AgroalDataSourceUtil.dataSourceIfActive(ds)
+        .orElseThrow(
+            () ->
+                new IllegalStateException(
+                    prefix
+                        + ".datasource names the data source '"
+                        + ds
+                        + "', which is not configured or not active; active: "
+                        + AgroalDataSourceUtil.activeDataSourceNames()));
+  }
+
   private RetsuLeader build(String name, RetsuLockConfig.Leader c) {
-    String ds = c.datasource().orElse(DataSourceUtil.DEFAULT_DATASOURCE_NAME);
-    AgroalDataSource dataSource =
-        AgroalDataSourceUtil.dataSourceIfActive(ds)
-            .orElseThrow(
-                () ->
-                    new IllegalStateException(
-                        "retsu.lock.leaders."
-                            + name
-                            + ".datasource names the data source '"
-                            + ds
-                            + "', which is not configured or not active; active: "
-                            + AgroalDataSourceUtil.activeDataSourceNames()));
+    AgroalDataSource dataSource = dataSource("retsu.lock.leaders." + name, c.datasource());
     LeaderLoopBuilder b =
         LeaderLoop.builder(dataSource, key(name, c.key()))
             .refreshInterval(c.refreshInterval())

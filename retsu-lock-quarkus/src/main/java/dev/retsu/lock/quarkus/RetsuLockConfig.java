@@ -9,6 +9,7 @@ import io.quarkus.runtime.annotations.ConfigRoot;
 import io.smallrye.config.ConfigMapping;
 import io.smallrye.config.WithDefault;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalInt;
@@ -47,6 +48,101 @@ public interface RetsuLockConfig {
   @ConfigDocMapKey("leader-name")
   @ConfigDocSection
   Map<String, Leader> leaders();
+
+  /**
+   * The groups, by name: the members of each spread its keys among themselves, and a {@code
+   * LeaderOnly} method with a key runs only on the member that owns that key.
+   *
+   * @return the groups
+   */
+  @ConfigDocMapKey("group-name")
+  @ConfigDocSection
+  Map<String, Group> groups();
+
+  /** One named group, a {@code LeaderGroup}. */
+  interface Group {
+
+    /**
+     * The Agroal data source the group takes its sessions from, by name. Defaults to the
+     * application's default data source.
+     *
+     * @return the data source's name
+     */
+    Optional<String> datasource();
+
+    /**
+     * The keys' namespace: each key is {@code LockKey.named(namespace, <key>)}. Defaults to the
+     * group's name.
+     *
+     * @return the namespace
+     */
+    Optional<String> namespace();
+
+    /**
+     * The keys by name, the same list in the same order on every instance.
+     *
+     * @return the keys
+     */
+    List<String> keys();
+
+    /**
+     * Sessions this member opens; the keys it owns spread over them.
+     *
+     * @return the sessions
+     */
+    @WithDefault("4")
+    int sessions();
+
+    /**
+     * How often each owned key's term is refreshed.
+     *
+     * @return the interval
+     */
+    @WithDefault("15s")
+    Duration refreshInterval();
+
+    /**
+     * How long one refresh of one key may take before that key's term ends.
+     *
+     * @return the timeout
+     */
+    @WithDefault("5s")
+    Duration refreshTimeout();
+
+    /**
+     * How often this member reads the membership and rebalances.
+     *
+     * @return the interval
+     */
+    @WithDefault("2s")
+    Duration membershipInterval();
+
+    /**
+     * How long a lost or failed session waits before it is opened again.
+     *
+     * @return the interval
+     */
+    @WithDefault("1s")
+    Duration reconnectInterval();
+
+    /**
+     * How long the end of a key's term waits for that key's running {@code @LeaderOnly} work before
+     * the key is released anyway (logged at ERROR).
+     *
+     * @return the timeout
+     */
+    @WithDefault("10s")
+    Duration closeTimeout();
+
+    /**
+     * Whether a failure to open the first session stops the group for good (health DOWN). Off by
+     * default: an application started before its database joins the group once it is up.
+     *
+     * @return whether to fail fast
+     */
+    @WithDefault("false")
+    boolean failFast();
+  }
 
   /** One named leader. */
   interface Leader {

@@ -29,6 +29,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
 import org.jboss.jandex.AnnotationInstance;
+import org.jboss.jandex.AnnotationValue;
 import org.jboss.jandex.ClassInfo;
 import org.jboss.jandex.DotName;
 import org.jboss.jandex.MethodInfo;
@@ -132,21 +133,27 @@ public class RetsuLockProcessor {
   @Record(ExecutionTime.RUNTIME_INIT)
   void leaderOnlySites(BeanArchiveIndexBuildItem index, RetsuLockRecorder recorder) {
     Map<String, String> sites = new TreeMap<>();
+    Map<String, String> keys = new TreeMap<>();
     for (AnnotationInstance a : uses(index)) {
       String name = a.value().asString();
+      AnnotationValue key = a.value("key");
+      String site;
       switch (a.target().kind()) {
         case METHOD:
-          sites.put(site(a.target().asMethod()), name);
+          site = site(a.target().asMethod());
           break;
         case CLASS:
-          ClassInfo c = a.target().asClass();
-          sites.put(c.name().toString(), name);
+          site = a.target().asClass().name().toString();
           break;
         default:
-          break;
+          continue;
+      }
+      sites.put(site, name);
+      if (key != null && !key.asString().isEmpty()) {
+        keys.put(site, key.asString());
       }
     }
-    recorder.leaderOnlySites(sites);
+    recorder.leaderOnlySites(sites, keys);
   }
 
   /** The uses of {@code @LeaderOnly} in the application, without the binding on our interceptor. */

@@ -2,6 +2,7 @@ package dev.retsu.lock.quarkus.internal;
 
 import dev.retsu.lock.quarkus.LeaderOnly;
 import dev.retsu.lock.quarkus.RetsuLeader;
+import dev.retsu.lock.quarkus.RetsuLeaderGroup;
 import dev.retsu.lock.quarkus.RetsuLeaders;
 import jakarta.annotation.Priority;
 import jakarta.inject.Inject;
@@ -13,8 +14,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Runs a {@code @LeaderOnly} method through its leader's gate: only on the leader, with the term
- * bound to the thread; on a standby (or with the leaders disabled) it returns null without running.
+ * Runs a {@code @LeaderOnly} method through its leader's gate (or, with a key, its group key's
+ * gate): only on the leader (the key's owner), with the term bound to the thread; elsewhere (or
+ * with the leaders disabled) it returns null without running.
  */
 @LeaderOnly("")
 @Interceptor
@@ -33,6 +35,17 @@ public class LeaderOnlyInterceptor {
   @AroundInvoke
   Object around(InvocationContext invocation) throws Exception {
     LeaderOnly binding = invocation.getInterceptorBinding(LeaderOnly.class);
+    if (!binding.key().isEmpty()) {
+      Optional<RetsuLeaderGroup> group = leaders.findGroup(binding.value());
+      if (group.isEmpty() || !group.get().runIfOwner(binding.key(), ctx -> invocation.proceed())) {
+        LOG.debug(
+            "[group={}, key={}] Not owned here; skipped {}",
+            binding.value(),
+            binding.key(),
+            invocation.getMethod());
+      }
+      return null;
+    }
     Optional<RetsuLeader> leader = leaders.find(binding.value());
     if (leader.isEmpty() || !leader.get().runIfLeader(ctx -> invocation.proceed())) {
       LOG.debug("[leader={}] Not leading; skipped {}", binding.value(), invocation.getMethod());

@@ -10,9 +10,10 @@ public class RetsuLockRecorder {
   /**
    * Records the {@code @LeaderOnly} uses, checked when the leaders start.
    *
-   * @param sites each use (class, or class#method) and the leader it names
+   * @param sites each use (class, or class#method) and the leader or group it names
+   * @param keys each use that names a group's key, and that key
    */
-  public void leaderOnlySites(Map<String, String> sites) {
-    LeaderOnlySites.set(sites);
+  public void leaderOnlySites(Map<String, String> sites, Map<String, String> keys) {
+    LeaderOnlySites.set(sites, keys);
   }
 }
