@@ -63,7 +63,11 @@ class QuarkusPropertiesTableTest {
           continue;
         }
         Matcher v = value.matcher(own);
-        out.put(p.group(1).replace("\\\"leader-name\\\"", "<name>"), v.find() ? v.group(1) : null);
+        out.put(
+            p.group(1)
+                .replace("\\\"leader-name\\\"", "<name>")
+                .replace("\\\"group-name\\\"", "<name>"),
+            v.find() ? v.group(1) : null);
       }
       return out;
     }
