@@ -5,12 +5,13 @@ import dev.retsu.lock.Term;
 import java.util.Objects;
 
 /**
- * A CDI event: this instance stopped being the leader. Fired synchronously on the thread that ends
- * the term, after the term's {@code @LeaderOnly} work stopped and, on a graceful end, before the
- * lock is released, so observers can stop leader-only components while no other instance leads yet.
- * An observer that throws is logged at WARN.
+ * A CDI event: this instance stopped being the leader, or a group member's term of a key ended.
+ * Fired synchronously on the thread that ends the term, after the term's {@code @LeaderOnly} work
+ * stopped and, on a graceful end, before the lock is released, so observers can stop leader-only
+ * components while no other instance leads yet. An observer that throws is logged at WARN.
  *
- * @param leader the leader's name under {@code retsu.lock.leaders}
+ * @param leader the leader's name under {@code retsu.lock.leaders}, or the group's under {@code
+ *     retsu.lock.groups} (then {@code term.key()} is the key; no name is both)
  * @param term the term that ended
  * @param reason why it ended; {@code CLOSED} for a graceful stop
  */

@@ -13,6 +13,7 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -31,11 +32,17 @@ public final class RetsuLeaderGroup {
   private final Map<String, LockKey> keys;
   private final Map<LockKey, TermGate> gates = new LinkedHashMap<>();
   private volatile boolean started;
+  private final Consumer<Object> events;
   private volatile Throwable startFailure;
 
   RetsuLeaderGroup(
-      String name, LeaderGroup group, Map<String, LockKey> keys, Duration closeTimeout) {
+      String name,
+      LeaderGroup group,
+      Map<String, LockKey> keys,
+      Duration closeTimeout,
+      Consumer<Object> events) {
     this.name = name;
+    this.events = events;
     this.group = group;
     this.keys = Collections.unmodifiableMap(new LinkedHashMap<>(keys));
     for (Map.Entry<String, LockKey> e : keys.entrySet()) {
@@ -201,7 +208,10 @@ public final class RetsuLeaderGroup {
     return "RetsuLeaderGroup[" + name + ", " + details().get("role") + "]";
   }
 
-  /** Each key's gate opens on its term and closes, awaiting its work, before its release. */
+  /**
+   * Each key's gate opens on its term and closes, awaiting its work, before its release; each is
+   * told as a leadership event naming the group, with the key in the term.
+   */
   private final class Hooks implements LeaderListener {
 
     @Override
@@ -209,6 +219,7 @@ public final class RetsuLeaderGroup {
       TermGate g = gates.get(term.key());
       if (g != null) {
         g.begin(term);
+        events.accept(new LeadershipGranted(name, term));
       }
     }
 
@@ -217,6 +228,7 @@ public final class RetsuLeaderGroup {
       TermGate g = gates.get(term.key());
       if (g != null) {
         g.end(term, reason);
+        events.accept(new LeadershipRevoked(name, term, reason));
       }
     }
   }

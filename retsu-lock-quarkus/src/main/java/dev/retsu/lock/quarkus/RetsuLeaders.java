@@ -24,6 +24,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.TreeSet;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -138,6 +139,15 @@ public class RetsuLeaders {
     for (Map.Entry<String, RetsuLockConfig.Leader> e : config.leaders().entrySet()) {
       built.put(e.getKey(), build(e.getKey(), e.getValue()));
     }
+    Set<String> both = new TreeSet<>(config.groups().keySet());
+    both.retainAll(built.keySet());
+    if (!both.isEmpty()) {
+      throw new IllegalStateException(
+          "retsu.lock.leaders and retsu.lock.groups both name "
+              + both
+              + ": a name is a leader or a group, so that @LeaderOnly and the leadership events"
+              + " name one thing");
+    }
     Map<String, List<String>> groupKeys = new LinkedHashMap<>();
     config.groups().forEach((name, g) -> groupKeys.put(name, g.keys()));
     LeaderOnlySites.check(built.keySet(), groupKeys);
@@ -154,6 +164,9 @@ public class RetsuLeaders {
       l.start();
     }
     for (RetsuLeaderGroup g : builtGroups.values()) {
+      for (LoopObserver o : observers) {
+        o.groupStarted(g.name(), g.group());
+      }
       g.start();
     }
   }
@@ -161,6 +174,9 @@ public class RetsuLeaders {
   void stop(@Observes @Priority(100) ShutdownEvent event) {
     for (RetsuLeaderGroup g : groups.values()) {
       g.close(); // every key's work stops and is awaited, then the sessions end
+      for (LoopObserver o : observers) {
+        o.groupStopped(g.name(), g.group());
+      }
     }
     for (RetsuLeader l : leaders.values()) {
       l.close();
@@ -193,7 +209,7 @@ public class RetsuLeaders {
             .closeTimeout(c.closeTimeout())
             .failFast(c.failFast());
     config.candidateId().ifPresent(b::candidateId);
-    return new RetsuLeaderGroup(name, b.build(), keys, c.closeTimeout());
+    return new RetsuLeaderGroup(name, b.build(), keys, c.closeTimeout(), this::fire);
   }
 
   private static AgroalDataSource dataSource(String prefix, Optional<String> name) {

@@ -4,12 +4,17 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.retsu.lock.LockKey;
+import dev.retsu.lock.LossReason;
 import dev.retsu.lock.quarkus.LeaderOnly;
+import dev.retsu.lock.quarkus.LeadershipGranted;
+import dev.retsu.lock.quarkus.LeadershipRevoked;
 import dev.retsu.lock.quarkus.RetsuLeaderGroup;
 import dev.retsu.lock.quarkus.RetsuLeaders;
+import io.micrometer.core.instrument.MeterRegistry;
 import io.quarkus.scheduler.Scheduled;
 import io.quarkus.test.QuarkusUnitTest;
 import io.smallrye.health.SmallRyeHealthReporter;
+import jakarta.enterprise.event.Observes;
 import jakarta.inject.Inject;
 import jakarta.inject.Singleton;
 import java.sql.Connection;
@@ -21,6 +26,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -28,8 +34,9 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * A Quarkus application with a group of two keys ({@code retsu.lock.groups.g.keys=k1,k2}) and a
  * {@code @Scheduled @LeaderOnly(value = "g", key = ...)} job per key, on the project's test
  * PostgreSQL: each job runs on the owner of its key, on the session that holds that key; once the
- * member hands k2 over, k2's job runs no more (and the hand-over waited for its running work) while
- * k1's goes on, and the group stays UP.
+ * member hands k2 over in the middle of a run of k2's job, the hand-over returns only after that
+ * run ended, k2's job runs no more while k1's goes on, and the group stays UP; each key's term is
+ * told as a leadership event naming the group, and the group's meters are in Quarkus's registry.
  */
 class GroupLeaderOnlyIntegrationTest {
 
@@ -58,6 +65,7 @@ class GroupLeaderOnlyIntegrationTest {
   @Inject Jobs jobs;
   @Inject RetsuLeaders leaders;
   @Inject SmallRyeHealthReporter health;
+  @Inject MeterRegistry registry;
 
   /** One job per key of the group, each on the session that holds its key. */
   @Singleton // no client proxy: the test reads the fields
@@ -65,7 +73,17 @@ class GroupLeaderOnlyIntegrationTest {
     final List<Integer> k1Pids = new CopyOnWriteArrayList<>();
     final AtomicInteger k2Runs = new AtomicInteger();
     final AtomicInteger k2Running = new AtomicInteger();
+    final List<LeadershipGranted> granted = new CopyOnWriteArrayList<>();
+    final List<LeadershipRevoked> revoked = new CopyOnWriteArrayList<>();
     @Inject RetsuLeaders leaders;
+
+    void onGranted(@Observes LeadershipGranted event) {
+      granted.add(event);
+    }
+
+    void onRevoked(@Observes LeadershipRevoked event) {
+      revoked.add(event);
+    }
 
     @Scheduled(every = "0.1s")
     @LeaderOnly(value = "g", key = "k1")
@@ -84,7 +102,13 @@ class GroupLeaderOnlyIntegrationTest {
       k2Runs.incrementAndGet(); // first: a run that got past @LeaderOnly counts
       k2Running.incrementAndGet();
       try (Statement s = leaders.group("g").context("k2").connection().createStatement()) {
-        s.execute("SELECT pg_sleep(0.05)"); // some work on k2's session for the hand-over to await
+        s.execute("SELECT 1"); // work on k2's session
+        // then 300 ms of work off the database that finishes even when interrupted: the
+        // hand-over must wait for it (waiting on the session alone would not)
+        long end = System.nanoTime() + Duration.ofMillis(300).toNanos();
+        while (System.nanoTime() < end) {
+          LockSupport.parkNanos(end - System.nanoTime());
+        }
       } finally {
         k2Running.decrementAndGet();
       }
@@ -101,10 +125,25 @@ class GroupLeaderOnlyIntegrationTest {
         .as("k1's job runs on the session that holds k1")
         .contains(holderPid(K1));
     assertThat(OurCheck.status(health.getReadiness())).isEqualTo("UP");
+    assertThat(jobs.granted)
+        .extracting(e -> e.leader() + "/" + e.term().key())
+        .containsExactlyInAnyOrder("g/" + K1, "g/" + K2);
+    assertThat(registry.find("retsu.lock.group.keys.held").tag("group", "g").gauge())
+        .as("the group's meters in Quarkus's registry")
+        .isNotNull();
+    assertThat(registry.find("retsu.lock.group.keys.held").tag("group", "g").gauge().value())
+        .isEqualTo(2.0);
 
-    // hand k2 over (nobody else takes it): from then on this member does not own it
+    // hand k2 over in the middle of one of its job's runs (nobody else takes it)
+    await()
+        .atMost(Duration.ofSeconds(30))
+        .pollInterval(Duration.ofMillis(5))
+        .until(() -> jobs.k2Running.get() > 0);
     assertThat(group.group().yield(K2, Duration.ofMinutes(10))).isTrue();
     assertThat(jobs.k2Running.get()).as("k2's running work ended before k2 was released").isZero();
+    assertThat(jobs.revoked)
+        .extracting(e -> e.leader() + "/" + e.term().key() + "/" + e.reason())
+        .containsExactly("g/" + K2 + "/" + LossReason.YIELDED);
     assertThat(group.owns("k2")).isFalse();
     assertThat(holderPid(K2)).as("k2 is released").isNull();
     int k2Runs = jobs.k2Runs.get();

@@ -1,6 +1,8 @@
 package dev.retsu.lock.quarkus.internal;
 
+import dev.retsu.lock.LeaderGroup;
 import dev.retsu.lock.LeaderLoop;
+import dev.retsu.lock.micrometer.LeaderGroupMetrics;
 import dev.retsu.lock.micrometer.LeaderMetrics;
 import io.micrometer.core.instrument.MeterRegistry;
 import jakarta.inject.Inject;
@@ -10,13 +12,15 @@ import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * Each leader's meters (retsu-lock-micrometer's {@link LeaderMetrics}, tagged with the leader's
- * name) in Quarkus's meter registry; registered when the application has Micrometer.
+ * name) and each group's ({@link LeaderGroupMetrics}, tagged with the group's name) in Quarkus's
+ * meter registry; registered when the application has Micrometer.
  */
 @Singleton
 public class LeaderMeters implements LoopObserver {
 
   private final MeterRegistry registry;
   private final Map<String, LeaderMetrics> bound = new ConcurrentHashMap<>();
+  private final Map<String, LeaderGroupMetrics> groups = new ConcurrentHashMap<>();
 
   @Inject
   LeaderMeters(MeterRegistry registry) {
@@ -33,6 +37,21 @@ public class LeaderMeters implements LoopObserver {
   @Override
   public void stopped(String name, LeaderLoop loop) {
     LeaderMetrics m = bound.remove(name);
+    if (m != null) {
+      m.close();
+    }
+  }
+
+  @Override
+  public void groupStarted(String name, LeaderGroup group) {
+    LeaderGroupMetrics m = LeaderGroupMetrics.of(group);
+    m.bindTo(registry);
+    groups.put(name, m);
+  }
+
+  @Override
+  public void groupStopped(String name, LeaderGroup group) {
+    LeaderGroupMetrics m = groups.remove(name);
     if (m != null) {
       m.close();
     }
