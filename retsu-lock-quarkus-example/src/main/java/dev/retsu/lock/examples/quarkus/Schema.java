@@ -10,7 +10,7 @@ import java.sql.Statement;
 import org.jboss.logging.Logger;
 
 /**
- * Creates the job's table when the application starts, if the database is up; a replica started
+ * Creates the jobs' tables when the application starts, if the database is up; a replica started
  * before its database leaves that to another replica (or to the next start) and still contends.
  */
 @ApplicationScoped
@@ -24,8 +24,11 @@ public class Schema {
       s.execute(
           "CREATE TABLE IF NOT EXISTS report_run (candidate text NOT NULL, ran_at timestamptz NOT"
               + " NULL)");
+      s.execute(
+          "CREATE TABLE IF NOT EXISTS tenant_run (tenant text NOT NULL, candidate text NOT NULL,"
+              + " ran_at timestamptz NOT NULL)");
     } catch (SQLException e) {
-      LOG.warnf("report_run not created now (%s); the job needs it", e.getMessage());
+      LOG.warnf("report_run, tenant_run not created now (%s); the jobs need them", e.getMessage());
     }
   }
 }

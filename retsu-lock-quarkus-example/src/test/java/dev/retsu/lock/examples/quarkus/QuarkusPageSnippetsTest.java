@@ -7,8 +7,8 @@ import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
 
 /**
- * The Quarkus page's code (docs/quarkus.md) is this application's {@link ReportJob}, whole, with
- * the imports it needs; and the page has no other Java block.
+ * The Quarkus page's code (docs/quarkus.md) is this application's {@link ReportJob} and {@link
+ * TenantJobs}, whole, with the imports it needs; and the page has no other Java block.
  */
 class QuarkusPageSnippetsTest {
 
@@ -20,8 +20,9 @@ class QuarkusPageSnippetsTest {
             ReadmeSnippets.verify(
                 PAGE,
                 "quarkus",
-                Path.of("src/main/java/dev/retsu/lock/examples/quarkus/ReportJob.java")))
-        .containsExactly("quarkus/report-job");
+                Path.of("src/main/java/dev/retsu/lock/examples/quarkus/ReportJob.java"),
+                Path.of("src/main/java/dev/retsu/lock/examples/quarkus/TenantJobs.java")))
+        .containsExactly("quarkus/report-job", "quarkus/tenant-jobs");
     assertThat(ReadmeSnippets.unmarkedJavaBlocks(PAGE)).isZero();
   }
 }

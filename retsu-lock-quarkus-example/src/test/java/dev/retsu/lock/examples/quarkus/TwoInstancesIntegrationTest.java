@@ -54,6 +54,8 @@ class TwoInstancesIntegrationTest {
               "-Dretsu.lock.leaders.report.retry-interval=300ms",
               "-Dretsu.lock.leaders.report.refresh-interval=1s",
               "-Dreport.every=0.2s",
+              "-Dtenants.every=0.2s",
+              "-Dretsu.lock.groups.tenants.membership-interval=300ms",
               "-jar",
               APP.toString());
       Map<String, String> env = b.environment();
@@ -86,6 +88,9 @@ class TwoInstancesIntegrationTest {
     assertThat(APP).as("the packaged example; run `package` first").exists();
     db = TestDatabase.create(TestPostgres.shared(), "quarkus_two_instances");
     db.execute("CREATE TABLE report_run (candidate text NOT NULL, ran_at timestamptz NOT NULL)");
+    db.execute(
+        "CREATE TABLE tenant_run (tenant text NOT NULL, candidate text NOT NULL,"
+            + " ran_at timestamptz NOT NULL)");
   }
 
   @AfterAll
@@ -108,6 +113,13 @@ class TwoInstancesIntegrationTest {
           .until(() -> standby.readiness().contains("held-elsewhere"));
       assertThat(standby.readiness()).startsWith("200 ");
       assertThat(runs(standby.candidate)).as("runs on the standby").isZero();
+      // the group spreads its two tenants, one per instance
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> tenantRuns("eu", "a") + tenantRuns("us", "a") > 0);
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> tenantRuns("eu", "b") + tenantRuns("us", "b") > 0);
 
       leader.sigterm();
       await().atMost(Duration.ofSeconds(60)).until(() -> runs(standby.candidate) >= 3);
@@ -123,13 +135,45 @@ class TwoInstancesIntegrationTest {
         standby.process.destroyForcibly(); // kill -9 of the current leader
         await().atMost(Duration.ofSeconds(60)).until(() -> runs("c") >= 3);
         assertNoOverlap(standby.candidate, "c");
+        int eu = tenantRuns("eu", "c");
+        int us = tenantRuns("us", "c");
+        await()
+            .atMost(Duration.ofSeconds(60))
+            .until(() -> tenantRuns("eu", "c") > eu && tenantRuns("us", "c") > us);
       }
+      assertTenantsNeverInterleave();
     }
   }
 
   private static int runs(String candidate) throws SQLException {
     return db.queryInts("SELECT count(*)::int FROM report_run WHERE candidate = ?", candidate)
         .get(0);
+  }
+
+  private static int tenantRuns(String tenant, String candidate) throws SQLException {
+    return db.queryInts(
+            "SELECT count(*)::int FROM tenant_run WHERE tenant = ? AND candidate = ?",
+            tenant,
+            candidate)
+        .get(0);
+  }
+
+  /**
+   * Per tenant, each instance's runs form one unbroken stretch in time: a key moves on (a
+   * rebalance, a stop, a kill) and never back in this test, so a run of an earlier owner between
+   * two runs of a later one would be two owners at once.
+   */
+  private static void assertTenantsNeverInterleave() throws SQLException {
+    List<Integer> extra =
+        db.queryInts(
+            "SELECT (count(*) FILTER (WHERE changed) - (count(DISTINCT candidate) - 1))::int"
+                + " FROM (SELECT tenant, candidate, candidate IS DISTINCT FROM lag(candidate)"
+                + " OVER (PARTITION BY tenant ORDER BY ran_at) AND lag(candidate) OVER"
+                + " (PARTITION BY tenant ORDER BY ran_at) IS NOT NULL AS changed FROM tenant_run)"
+                + " t GROUP BY tenant ORDER BY tenant");
+    assertThat(extra)
+        .as("changes of owner beyond one per owner, per tenant (eu, us)")
+        .containsExactly(0, 0);
   }
 
   /** Every run of the old leader ended before the first run of the new one. */
