@@ -17,7 +17,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * An application started before its database (its data source's port has no server yet) starts, is
- * a healthy standby that says why it does not lead, and leads once the database is up.
+ * a healthy standby that says why it does not lead, and leads once the database is up; its group is
+ * a healthy member that owns no key, and owns its keys once the database is up.
  */
 class StartedBeforeTheDatabaseIntegrationTest {
 
@@ -31,6 +32,8 @@ class StartedBeforeTheDatabaseIntegrationTest {
               jar -> jar.addClasses(QuarkusTestDb.class, TcpRelay.class, OurCheck.class))
           .overrideConfigKey("quarkus.http.test-port", "0")
           .overrideConfigKey("retsu.lock.leaders.jobs.retry-interval", "200ms")
+          .overrideConfigKey("retsu.lock.groups.shards.keys", "s1,s2")
+          .overrideConfigKey("retsu.lock.groups.shards.reconnect-interval", "200ms")
           .overrideConfigKey("quarkus.datasource.db-kind", "postgresql")
           .overrideConfigKey("quarkus.datasource.jdbc.url", relayUrl())
           .overrideConfigKey(
@@ -50,6 +53,9 @@ class StartedBeforeTheDatabaseIntegrationTest {
     assertThat(OurCheck.status(health.getReadiness())).as("%s", details()).isEqualTo("UP");
     assertThat(OurCheck.status(health.getLiveness())).isEqualTo("UP");
     assertThat(leaders.leader("jobs").isLeader()).isFalse();
+    assertThat(String.valueOf(leaders.group("shards").details()))
+        .as("a group started before its database")
+        .contains("role=member", "owned=[]");
 
     Matcher m = Pattern.compile("//([^:/]+):(\\d+)/").matcher(url());
     assertThat(m.find()).isTrue();
@@ -57,6 +63,10 @@ class StartedBeforeTheDatabaseIntegrationTest {
       await().atMost(Duration.ofSeconds(30)).until(() -> leaders.leader("jobs").isLeader());
       assertThat(OurCheck.status(health.getReadiness())).isEqualTo("UP");
       assertThat(details()).contains("role=leader");
+      await()
+          .atMost(Duration.ofSeconds(30))
+          .until(() -> leaders.group("shards").ownedKeys().size() == 2);
+      assertThat(OurCheck.status(health.getReadiness())).isEqualTo("UP");
       assertThat(relay.connections()).as("sessions through the relay").isPositive();
     }
   }
