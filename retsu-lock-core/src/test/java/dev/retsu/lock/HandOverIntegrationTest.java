@@ -353,12 +353,16 @@ class HandOverIntegrationTest {
 
   /** A loop whose onLost of a yield blocks until {@code release} counts down. */
   private LeaderLoop blockingOnYield(
-      TestDatabase db, LockKey key, String id, java.util.concurrent.CountDownLatch release) {
+      TestDatabase db,
+      LockKey key,
+      String id,
+      Duration closeTimeout,
+      java.util.concurrent.CountDownLatch release) {
     return track(
         TestLoops.fast(LeaderLoop.builder(db.dataSource(), key))
             .candidateId(id)
             .takeover(TakeoverMode.WAIT)
-            .closeTimeout(Duration.ofSeconds(8))
+            .closeTimeout(closeTimeout)
             .listener(
                 new LeaderListener() {
                   @Override
@@ -380,7 +384,7 @@ class HandOverIntegrationTest {
       throws Exception {
     LockKey key = TestKeys.next();
     java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
-    LeaderLoop la = blockingOnYield(db, key, "slow-lost-a", release);
+    LeaderLoop la = blockingOnYield(db, key, "slow-lost-a", Duration.ofSeconds(8), release);
     la.start(ctx -> {});
     await().atMost(WITHIN).until(la::isLeader);
     int pid = la.currentTerm().orElseThrow().backendPid();
@@ -404,7 +408,7 @@ class HandOverIntegrationTest {
   void aYieldWhoseOnLostHangsReleasesTheLockAfterCloseTimeout(TestDatabase db) throws Exception {
     LockKey key = TestKeys.next();
     java.util.concurrent.CountDownLatch never = new java.util.concurrent.CountDownLatch(1);
-    LeaderLoop la = blockingOnYield(db, key, "hung-lost-a", never);
+    LeaderLoop la = blockingOnYield(db, key, "hung-lost-a", Duration.ofSeconds(3), never);
     la.start(ctx -> {});
     await().atMost(WITHIN).until(la::isLeader);
     TermEvents b = new TermEvents("hung-lost-b");
@@ -416,8 +420,8 @@ class HandOverIntegrationTest {
     yielding.start();
     await().atMost(WITHIN).until(lb::isLeader);
     assertThat(Duration.ofNanos(System.nanoTime() - yielded))
-        .isGreaterThanOrEqualTo(Duration.ofSeconds(8))
-        .isLessThan(Duration.ofSeconds(20));
+        .isGreaterThanOrEqualTo(Duration.ofSeconds(3))
+        .isLessThan(Duration.ofSeconds(15));
     never.countDown();
     yielding.join(10_000);
   }

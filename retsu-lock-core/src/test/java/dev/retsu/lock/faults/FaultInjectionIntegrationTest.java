@@ -243,9 +243,10 @@ class FaultInjectionIntegrationTest {
     scenario(db, TERMINATE.name(), List.of(TERMINATE), mode, ROUNDS, Setup.two(db));
   }
 
+  /** Each shutdown mode, in one takeover mode each by default (see {@link FaultModes}). */
   static Stream<Arguments> restarts() {
-    return Stream.of(ShutdownMode.values())
-        .flatMap(s -> Stream.of(TakeoverMode.values()).map(t -> Arguments.of(s, t)));
+    return FaultModes.alternating(
+        Stream.of(ShutdownMode.values()).map(s -> new Object[] {s}).toList());
   }
 
   @ParameterizedTest
@@ -258,13 +259,13 @@ class FaultInjectionIntegrationTest {
   }
 
   @ParameterizedTest
-  @EnumSource(TakeoverMode.class)
+  @MethodSource("dev.retsu.lock.faults.FaultModes#pollByDefault")
   void partitionLongerThanTheServerBound(TakeoverMode mode, TestDatabase db) throws Exception {
     scenario(db, PARTITION.name(), List.of(PARTITION), mode, ROUNDS, Setup.two(db));
   }
 
   @ParameterizedTest
-  @EnumSource(TakeoverMode.class)
+  @MethodSource("dev.retsu.lock.faults.FaultModes#waitByDefault")
   void leaderPausedLongerThanTheServerBoundFencesOnResume(TakeoverMode mode, TestDatabase db)
       throws Exception {
     scenario(db, PAUSE_LEADER.name(), List.of(PAUSE_LEADER), mode, ROUNDS, Setup.two(db));
@@ -296,9 +297,12 @@ class FaultInjectionIntegrationTest {
     scenario(db, UNLOCK_ALL.name(), List.of(UNLOCK_ALL), mode, ROUNDS, Setup.two(db));
   }
 
+  /** Each hidden unlock, in one takeover mode each by default (see {@link FaultModes}). */
   static Stream<Arguments> hiddenUnlocks() {
-    return Stream.of(Action.UNLOCK_FUNCTION, Action.UNLOCK_PREPARED, Action.UNLOCK_ESCAPED)
-        .flatMap(a -> Stream.of(TakeoverMode.values()).map(t -> Arguments.of(a, t)));
+    return FaultModes.alternating(
+        Stream.of(Action.UNLOCK_FUNCTION, Action.UNLOCK_PREPARED, Action.UNLOCK_ESCAPED)
+            .map(a -> new Object[] {a})
+            .toList());
   }
 
   /**

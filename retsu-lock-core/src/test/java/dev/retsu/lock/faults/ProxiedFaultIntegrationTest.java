@@ -63,7 +63,7 @@ class ProxiedFaultIntegrationTest {
    * each fault and each mode is struck (4 cases instead of 8, half a minute less of CI).
    */
   static Stream<Arguments> cases() {
-    boolean full = FaultInjectionIntegrationTest.ROUNDS > 1;
+    boolean full = FaultModes.FULL;
     Fault[] faults = {
       FaultInjectionIntegrationTest.PARTITION, FaultInjectionIntegrationTest.PAUSE_LEADER
     };
