@@ -17,7 +17,7 @@ import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.MethodSource;
 import org.postgresql.ds.PGSimpleDataSource;
 
 /**
@@ -40,7 +40,7 @@ class FastFailoverIntegrationTest {
   }
 
   @ParameterizedTest
-  @EnumSource(TakeoverMode.class)
+  @MethodSource("dev.retsu.lock.faults.FaultModes#waitByDefault")
   void aPartitionedLeaderStopsBeforeAFastStandbyLeadsWithinSeconds(
       TakeoverMode mode, TestDatabase db) throws Exception {
     FaultProxy proxy = FaultProxy.inFrontOf(db.jdbcUrl());

@@ -59,7 +59,7 @@ class FaultInjectionIntegrationTest {
 
   static final Duration WITHIN = Duration.ofSeconds(60);
   static final int ROUNDS = Integer.getInteger("retsu.faults.rounds", 1);
-  private static final int RANDOM_ROUNDS = Integer.getInteger("retsu.faults.randomRounds", 4);
+  private static final int RANDOM_ROUNDS = Integer.getInteger("retsu.faults.randomRounds", 2);
   static final long SEED = Long.getLong("retsu.faults.seed", 20261130L);
 
   /**
