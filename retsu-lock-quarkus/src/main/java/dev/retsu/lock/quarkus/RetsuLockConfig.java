@@ -24,8 +24,8 @@ public interface RetsuLockConfig {
   String DEFAULT_NAMESPACE = "retsu-lock";
 
   /**
-   * Whether the leaders start. With {@code false} no leader contends, every {@code @LeaderOnly}
-   * method is skipped, and health reports nothing.
+   * Whether the leaders and groups start. With {@code false} none contends, every
+   * {@code @LeaderOnly} method is skipped, and health reports nothing.
    *
    * @return whether enabled
    */

@@ -7,6 +7,8 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.aopalliance.intercept.MethodInterceptor;
 import org.aopalliance.intercept.MethodInvocation;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import org.springframework.aop.framework.autoproxy.AbstractBeanFactoryAwareAdvisingPostProcessor;
 import org.springframework.aop.support.AopUtils;
 import org.springframework.aop.support.DefaultPointcutAdvisor;
@@ -21,22 +23,43 @@ import org.springframework.core.annotation.AnnotatedElementUtils;
  * Proxies the beans that have {@link LeaderOnly} methods (the method, not the scheduler that calls
  * it), and checks each such method when the bean is created: it must name a configured leader, be
  * overridable and return void. Ordered before {@code @Scheduled} processing, so the scheduler calls
- * the proxy.
+ * the proxy. With {@code retsu.lock.enabled=false} ({@link #skipping()}) no instance leads, so
+ * every such method is skipped, as on a standby, and said once at WARN: never run unguarded on
+ * every replica.
  */
 final class LeaderOnlyBeanPostProcessor extends AbstractBeanFactoryAwareAdvisingPostProcessor {
 
   private static final long serialVersionUID = 1L;
+  private static final Logger LOG = LoggerFactory.getLogger(LeaderOnlyBeanPostProcessor.class);
 
   private final transient Set<String> leaderNames;
   private final transient Map<String, RetsuLockProperties.Group> groups;
   private final transient Map<Class<?>, Boolean> checked = new ConcurrentHashMap<>();
   private final transient Set<Method> declared = ConcurrentHashMap.newKeySet();
+  private final transient Set<Method> skippedOnce = ConcurrentHashMap.newKeySet();
+  private final boolean disabled;
   private transient BeanFactory beanFactory;
 
   LeaderOnlyBeanPostProcessor(
       Set<String> leaderNames, Map<String, RetsuLockProperties.Group> groups) {
+    this(leaderNames, groups, false);
+  }
+
+  /**
+   * The processor for {@code retsu.lock.enabled=false}: it checks that each method can be proxied,
+   * and skips every call.
+   *
+   * @return the processor
+   */
+  static LeaderOnlyBeanPostProcessor skipping() {
+    return new LeaderOnlyBeanPostProcessor(Set.of(), Map.of(), true);
+  }
+
+  private LeaderOnlyBeanPostProcessor(
+      Set<String> leaderNames, Map<String, RetsuLockProperties.Group> groups, boolean disabled) {
     this.leaderNames = leaderNames;
     this.groups = groups;
+    this.disabled = disabled;
     setProxyTargetClass(true);
     setBeforeExistingAdvisors(true);
     setOrder(Ordered.LOWEST_PRECEDENCE - 1);
@@ -69,7 +92,8 @@ final class LeaderOnlyBeanPostProcessor extends AbstractBeanFactoryAwareAdvising
       LeaderOnly a = e.getValue();
       String where = "@LeaderOnly(\"" + a.value() + "\") on " + m;
       RetsuLockProperties.Group group = groups.get(a.value());
-      if (group != null) {
+      // disabled, no leader is configured for real: only what the proxy itself needs is checked
+      if (!disabled && group != null) {
         if (a.key().isEmpty() || group.keyNamed(a.value(), a.key()) == null) {
           throw new BeanCreationException(
               beanName,
@@ -84,7 +108,7 @@ final class LeaderOnlyBeanPostProcessor extends AbstractBeanFactoryAwareAdvising
                   + a.key()
                   + "'");
         }
-      } else if (!leaderNames.contains(a.value())) {
+      } else if (!disabled && !leaderNames.contains(a.value())) {
         throw new BeanCreationException(
             beanName,
             where
@@ -101,7 +125,7 @@ final class LeaderOnlyBeanPostProcessor extends AbstractBeanFactoryAwareAdvising
                 + ", for example retsu.lock.leaders."
                 + a.value()
                 + ".refresh-interval=15s");
-      } else if (!a.key().isEmpty()) {
+      } else if (!disabled && !a.key().isEmpty()) {
         throw new BeanCreationException(
             beanName,
             where
@@ -145,6 +169,16 @@ final class LeaderOnlyBeanPostProcessor extends AbstractBeanFactoryAwareAdvising
           AnnotatedElementUtils.findMergedAnnotation(invocation.getMethod(), LeaderOnly.class);
       if (a == null) {
         return invocation.proceed();
+      }
+      if (disabled) {
+        if (skippedOnce.add(invocation.getMethod())) {
+          LOG.warn(
+              "retsu.lock.enabled=false: no instance leads, so @LeaderOnly(\"{}\") {} is skipped"
+                  + " on every call here (said once per method)",
+              a.value(),
+              invocation.getMethod());
+        }
+        return null;
       }
       RetsuLeaders all = leaders;
       if (all == null) {

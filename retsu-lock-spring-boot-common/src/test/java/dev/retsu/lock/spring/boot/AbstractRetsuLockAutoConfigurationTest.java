@@ -67,6 +67,7 @@ public abstract class AbstractRetsuLockAutoConfigurationTest {
     all.addAll(
         List.of(
             RetsuLockAutoConfiguration.class,
+            RetsuLockDisabledAutoConfiguration.class,
             RetsuLockInfoAutoConfiguration.class,
             RetsuLockEndpointAutoConfiguration.class,
             RetsuLockMetricsAutoConfiguration.class,
@@ -103,10 +104,11 @@ public abstract class AbstractRetsuLockAutoConfigurationTest {
   }
 
   @Test
-  void disabledLeavesNothingOfRetsuLockInTheContext() {
+  void disabledLeavesNoLeaderInTheContextAndSkipsEveryLeaderOnlyMethod() {
     withIdleDataSource
         .withPropertyValues(
             "retsu.lock.enabled=false", "retsu.lock.leaders.job.test-mode=always-leader")
+        .withBean(Counted.class)
         .run(
             context -> {
               assertThat(context).hasNotFailed();
@@ -114,6 +116,12 @@ public abstract class AbstractRetsuLockAutoConfigurationTest {
               assertThat(context).doesNotHaveBean(RetsuLeader.class);
               assertThat(context).doesNotHaveBean("retsuLockHealthIndicator");
               assertThat(context).doesNotHaveBean(LeadersEndpoint.class);
+              Counted counted = context.getBean(Counted.class);
+              counted.run();
+              counted.run();
+              assertThat(counted.runs())
+                  .as("runs of a @LeaderOnly method with the library turned off")
+                  .isZero();
             });
   }
 
@@ -453,6 +461,7 @@ public abstract class AbstractRetsuLockAutoConfigurationTest {
         .containsExactlyInAnyOrder(
             l + "RetsuLockBootLineAutoConfiguration",
             p + "RetsuLockAutoConfiguration",
+            p + "RetsuLockDisabledAutoConfiguration",
             l + "RetsuLockHealthAutoConfiguration",
             p + "RetsuLockInfoAutoConfiguration",
             p + "RetsuLockEndpointAutoConfiguration",
@@ -904,6 +913,20 @@ public abstract class AbstractRetsuLockAutoConfigurationTest {
       } finally {
         work.inFlight.decrementAndGet();
       }
+    }
+  }
+
+  /** A leader-only method that counts its runs (read through a method: the bean is a proxy). */
+  static class Counted {
+    private final AtomicInteger runs = new AtomicInteger();
+
+    @LeaderOnly("job")
+    public void run() {
+      runs.incrementAndGet();
+    }
+
+    public int runs() {
+      return runs.get();
     }
   }
 
