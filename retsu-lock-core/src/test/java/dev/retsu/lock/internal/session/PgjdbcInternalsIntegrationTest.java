@@ -40,21 +40,13 @@ class PgjdbcInternalsIntegrationTest {
   @Test
   void aMovedStreamFieldIsNamedOnceAtWarnAndTheProbeLeavesTheSessionToARoundTrip(TestDatabase db)
       throws Exception {
-    AtomicReference<PgjdbcInternals> moved = new AtomicReference<>();
     String field = "pgStreamMovedInATest";
 
-    String log =
-        StderrCapture.during(
-            () ->
-                moved.set(
-                    PgjdbcInternals.lookup(
-                        PgjdbcInternals.EXECUTOR_CLASS,
-                        field,
-                        PgjdbcInternals.STREAM_CLASS,
-                        PgjdbcInternals.INPUT_FIELD)));
+    Lookup moved = lookup(PgjdbcInternals.EXECUTOR_CLASS, field, PgjdbcInternals.INPUT_FIELD);
+    String log = moved.log();
 
-    assertThat(moved.get().stream).isNull();
-    assertThat(moved.get().input).as("the other field is still found").isNotNull();
+    assertThat(moved.internals().stream).isNull();
+    assertThat(moved.internals().input).as("the other field is still found").isNotNull();
     assertThat(log)
         .contains("WARN")
         .contains("org.postgresql.core.QueryExecutorBase." + field)
@@ -64,25 +56,18 @@ class PgjdbcInternalsIntegrationTest {
         .contains("at its next heartbeat round trip")
         .contains("docs/troubleshooting.md");
     assertThat(PgjdbcInternals.pgjdbcVersion()).startsWith("42.");
-    String again =
-        StderrCapture.during(
-            () ->
-                PgjdbcInternals.lookup(
-                    PgjdbcInternals.EXECUTOR_CLASS,
-                    field,
-                    PgjdbcInternals.STREAM_CLASS,
-                    PgjdbcInternals.INPUT_FIELD));
+    String again = lookup(PgjdbcInternals.EXECUTOR_CLASS, field, PgjdbcInternals.INPUT_FIELD).log();
     assertThat(again).as("logged once per JVM").doesNotContain(field);
 
     try (Connection c = db.connect()) {
       int pid = pid(c);
       assertThat(PgSession.probe(c, true)).isEqualTo(SessionIo.Evidence.QUIET);
-      assertThat(PgSession.probe(moved.get(), c, true)).isEqualTo(SessionIo.Evidence.UNKNOWN);
-      assertThat(PgSession.countsPendingBytes(moved.get(), c)).isFalse();
+      assertThat(PgSession.probe(moved.internals(), c, true)).isEqualTo(SessionIo.Evidence.UNKNOWN);
+      assertThat(PgSession.countsPendingBytes(moved.internals(), c)).isFalse();
 
       db.terminateBackend(pid);
       await().atMost(WITHIN).until(() -> PgSession.probe(c, true) == SessionIo.Evidence.ENDED);
-      assertThat(PgSession.probe(moved.get(), c, true))
+      assertThat(PgSession.probe(moved.internals(), c, true))
           .as("the socket is not read: the end is left to the next round trip")
           .isEqualTo(SessionIo.Evidence.UNKNOWN);
     }
@@ -91,21 +76,13 @@ class PgjdbcInternalsIntegrationTest {
   @Test
   void aMovedInputFieldIsNamedAtWarnAndTheProbeReadsTheSocketInstead(TestDatabase db)
       throws Exception {
-    AtomicReference<PgjdbcInternals> moved = new AtomicReference<>();
     String field = "pgInputMovedInATest";
 
-    String log =
-        StderrCapture.during(
-            () ->
-                moved.set(
-                    PgjdbcInternals.lookup(
-                        PgjdbcInternals.EXECUTOR_CLASS,
-                        PgjdbcInternals.STREAM_FIELD,
-                        PgjdbcInternals.STREAM_CLASS,
-                        field)));
+    Lookup moved = lookup(PgjdbcInternals.EXECUTOR_CLASS, PgjdbcInternals.STREAM_FIELD, field);
+    String log = moved.log();
 
-    assertThat(moved.get().stream).isNotNull();
-    assertThat(moved.get().input).isNull();
+    assertThat(moved.internals().stream).isNotNull();
+    assertThat(moved.internals().input).isNull();
     assertThat(log)
         .contains("WARN")
         .contains("org.postgresql.core.PGStream." + field)
@@ -113,14 +90,14 @@ class PgjdbcInternalsIntegrationTest {
 
     try (Connection c = db.connect()) {
       int pid = pid(c);
-      assertThat(PgSession.countsPendingBytes(moved.get(), c)).isFalse();
-      assertThat(PgSession.probe(moved.get(), c, false))
+      assertThat(PgSession.countsPendingBytes(moved.internals(), c)).isFalse();
+      assertThat(PgSession.probe(moved.internals(), c, false))
           .as("read, though no read was asked for")
           .isEqualTo(SessionIo.Evidence.QUIET);
       db.terminateBackend(pid);
       await()
           .atMost(WITHIN)
-          .until(() -> PgSession.probe(moved.get(), c, false) == SessionIo.Evidence.ENDED);
+          .until(() -> PgSession.probe(moved.internals(), c, false) == SessionIo.Evidence.ENDED);
     }
   }
 
@@ -128,14 +105,7 @@ class PgjdbcInternalsIntegrationTest {
   void aMissingClassIsNamedAtWarnToo() throws Exception {
     String owner = "org.postgresql.core.QueryExecutorMovedInATest";
 
-    String log =
-        StderrCapture.during(
-            () ->
-                PgjdbcInternals.lookup(
-                    owner,
-                    PgjdbcInternals.STREAM_FIELD,
-                    PgjdbcInternals.STREAM_CLASS,
-                    PgjdbcInternals.INPUT_FIELD));
+    String log = lookup(owner, PgjdbcInternals.STREAM_FIELD, PgjdbcInternals.INPUT_FIELD).log();
 
     assertThat(log)
         .contains("WARN")
@@ -149,5 +119,21 @@ class PgjdbcInternalsIntegrationTest {
       rs.next();
       return rs.getInt(1);
     }
+  }
+
+  /** What one lookup found and what it logged. */
+  private record Lookup(PgjdbcInternals internals, String log) {}
+
+  /** Looks the fields up under the given names (the stream's class is pgjdbc's own). */
+  private static Lookup lookup(String owner, String streamField, String inputField)
+      throws Exception {
+    AtomicReference<PgjdbcInternals> found = new AtomicReference<>();
+    String log =
+        StderrCapture.during(
+            () ->
+                found.set(
+                    PgjdbcInternals.lookup(
+                        owner, streamField, PgjdbcInternals.STREAM_CLASS, inputField)));
+    return new Lookup(found.get(), log);
   }
 }

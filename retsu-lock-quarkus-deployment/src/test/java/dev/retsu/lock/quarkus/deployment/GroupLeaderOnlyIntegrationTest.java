@@ -18,7 +18,6 @@ import jakarta.enterprise.event.Observes;
 import jakarta.inject.Inject;
 import jakarta.inject.Singleton;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -46,21 +45,15 @@ class GroupLeaderOnlyIntegrationTest {
 
   @RegisterExtension
   static final QuarkusUnitTest APP =
-      new QuarkusUnitTest()
-          .withApplicationRoot(
-              jar -> jar.addClasses(Jobs.class, QuarkusTestDb.class, OurCheck.class))
-          .overrideConfigKey("quarkus.http.test-port", "0")
-          .overrideConfigKey("retsu.lock.groups.g.keys", "k1,k2")
-          .overrideConfigKey("retsu.lock.groups.g.refresh-interval", "1s")
-          .overrideConfigKey("retsu.lock.groups.g.membership-interval", "200ms")
-          .overrideConfigKey("retsu.lock.groups.g.close-timeout", "5s")
-          .overrideConfigKey("quarkus.datasource.db-kind", "postgresql")
-          .overrideConfigKey(
-              "quarkus.datasource.jdbc.url", DB.datasource().get("quarkus.datasource.jdbc.url"))
-          .overrideConfigKey(
-              "quarkus.datasource.username", DB.datasource().get("quarkus.datasource.username"))
-          .overrideConfigKey(
-              "quarkus.datasource.password", DB.datasource().get("quarkus.datasource.password"));
+      DB.on(
+          new QuarkusUnitTest()
+              .withApplicationRoot(
+                  jar -> jar.addClasses(Jobs.class, QuarkusTestDb.class, OurCheck.class))
+              .overrideConfigKey("quarkus.http.test-port", "0")
+              .overrideConfigKey("retsu.lock.groups.g.keys", "k1,k2")
+              .overrideConfigKey("retsu.lock.groups.g.refresh-interval", "1s")
+              .overrideConfigKey("retsu.lock.groups.g.membership-interval", "200ms")
+              .overrideConfigKey("retsu.lock.groups.g.close-timeout", "5s"));
 
   @Inject Jobs jobs;
   @Inject RetsuLeaders leaders;
@@ -123,7 +116,7 @@ class GroupLeaderOnlyIntegrationTest {
     await().atMost(Duration.ofSeconds(30)).until(() -> jobs.k2Runs.get() >= 2);
     assertThat(jobs.k1Pids)
         .as("k1's job runs on the session that holds k1")
-        .contains(holderPid(K1));
+        .contains(DB.holderPid(K1));
     assertThat(OurCheck.status(health.getReadiness())).isEqualTo("UP");
     assertThat(jobs.granted)
         .extracting(e -> e.leader() + "/" + e.term().key())
@@ -145,7 +138,7 @@ class GroupLeaderOnlyIntegrationTest {
         .extracting(e -> e.leader() + "/" + e.term().key() + "/" + e.reason())
         .containsExactly("g/" + K2 + "/" + LossReason.YIELDED);
     assertThat(group.owns("k2")).isFalse();
-    assertThat(holderPid(K2)).as("k2 is released").isNull();
+    assertThat(DB.holderPid(K2)).as("k2 is released").isNull();
     int k2Runs = jobs.k2Runs.get();
     int k1Runs = jobs.k1Pids.size();
     await().atMost(Duration.ofSeconds(30)).until(() -> jobs.k1Pids.size() >= k1Runs + 10);
@@ -156,20 +149,5 @@ class GroupLeaderOnlyIntegrationTest {
         .as("a member owning fewer keys is still healthy")
         .isEqualTo("UP");
     assertThat(String.valueOf(group.details())).contains("role=member", "owned=[k1]");
-  }
-
-  private static Integer holderPid(LockKey key) throws SQLException {
-    try (Connection c = DB.connect();
-        PreparedStatement p =
-            c.prepareStatement(
-                "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted"
-                    + " AND objsubid = 1 AND classid = ((?::bigint >> 32) & 4294967295)::oid"
-                    + " AND objid = (?::bigint & 4294967295)::oid")) {
-      p.setLong(1, key.value());
-      p.setLong(2, key.value());
-      try (ResultSet rs = p.executeQuery()) {
-        return rs.next() ? rs.getInt(1) : null;
-      }
-    }
   }
 }

@@ -45,20 +45,14 @@ class LeaderOnlyIntegrationTest {
 
   @RegisterExtension
   static final QuarkusUnitTest APP =
-      new QuarkusUnitTest()
-          .withApplicationRoot(
-              jar -> jar.addClasses(Jobs.class, QuarkusTestDb.class, OurCheck.class))
-          .overrideConfigKey("quarkus.http.test-port", "0")
-          .overrideConfigKey("retsu.lock.leaders.jobs.retry-interval", "200ms")
-          .overrideConfigKey("retsu.lock.leaders.jobs.refresh-interval", "1s")
-          .overrideConfigKey("retsu.lock.leaders.jobs.close-timeout", "5s")
-          .overrideConfigKey("quarkus.datasource.db-kind", "postgresql")
-          .overrideConfigKey(
-              "quarkus.datasource.jdbc.url", DB.datasource().get("quarkus.datasource.jdbc.url"))
-          .overrideConfigKey(
-              "quarkus.datasource.username", DB.datasource().get("quarkus.datasource.username"))
-          .overrideConfigKey(
-              "quarkus.datasource.password", DB.datasource().get("quarkus.datasource.password"));
+      DB.on(
+          new QuarkusUnitTest()
+              .withApplicationRoot(
+                  jar -> jar.addClasses(Jobs.class, QuarkusTestDb.class, OurCheck.class))
+              .overrideConfigKey("quarkus.http.test-port", "0")
+              .overrideConfigKey("retsu.lock.leaders.jobs.retry-interval", "200ms")
+              .overrideConfigKey("retsu.lock.leaders.jobs.refresh-interval", "1s")
+              .overrideConfigKey("retsu.lock.leaders.jobs.close-timeout", "5s"));
 
   @Inject Jobs jobs;
   @Inject RetsuLeaders leaders;
@@ -162,17 +156,9 @@ class LeaderOnlyIntegrationTest {
   }
 
   private int holderPid() throws SQLException {
-    try (Connection c = DB.connect();
-        PreparedStatement p =
-            c.prepareStatement(
-                "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted" + KEY_MATCH)) {
-      p.setLong(1, KEY.value());
-      p.setLong(2, KEY.value());
-      try (ResultSet rs = p.executeQuery()) {
-        assertThat(rs.next()).as("someone holds %s", KEY).isTrue();
-        return rs.getInt(1);
-      }
-    }
+    Integer pid = DB.holderPid(KEY);
+    assertThat(pid).as("someone holds %s", KEY).isNotNull();
+    return pid;
   }
 
   private int waiters() throws SQLException {

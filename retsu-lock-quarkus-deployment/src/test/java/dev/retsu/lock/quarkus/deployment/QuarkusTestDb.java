@@ -1,9 +1,13 @@
 package dev.retsu.lock.quarkus.deployment;
 
+import dev.retsu.lock.LockKey;
 import dev.retsu.lock.testing.TestDatabase;
 import dev.retsu.lock.testing.TestPostgres;
+import io.quarkus.test.QuarkusUnitTest;
 import java.sql.Connection;
 import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.Map;
 
@@ -53,7 +57,39 @@ final class QuarkusTestDb {
         "quarkus.datasource.password", password);
   }
 
+  /**
+   * The application's default data source on this database.
+   *
+   * @param app the test application
+   * @return the same application
+   */
+  QuarkusUnitTest on(QuarkusUnitTest app) {
+    datasource().forEach(app::overrideConfigKey);
+    return app;
+  }
+
   Connection connect() throws SQLException {
     return DriverManager.getConnection(url, user, password);
+  }
+
+  /**
+   * The backend that holds a key now, seen in {@code pg_locks}.
+   *
+   * @param key the key
+   * @return its pid, or null when nobody holds it
+   */
+  Integer holderPid(LockKey key) throws SQLException {
+    try (Connection c = connect();
+        PreparedStatement p =
+            c.prepareStatement(
+                "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted"
+                    + " AND objsubid = 1 AND classid = ((?::bigint >> 32) & 4294967295)::oid"
+                    + " AND objid = (?::bigint & 4294967295)::oid")) {
+      p.setLong(1, key.value());
+      p.setLong(2, key.value());
+      try (ResultSet rs = p.executeQuery()) {
+        return rs.next() ? rs.getInt(1) : null;
+      }
+    }
   }
 }

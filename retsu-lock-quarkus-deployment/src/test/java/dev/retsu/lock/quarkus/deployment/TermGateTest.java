@@ -53,26 +53,16 @@ class TermGateTest {
     CountDownLatch started = new CountDownLatch(1);
     AtomicBoolean finished = new AtomicBoolean();
     CompletableFuture<Boolean> work =
-        CompletableFuture.supplyAsync(
+        untilInterrupted(
+            gate,
+            started,
             () -> {
-              try {
-                return gate.run(
-                    ctx -> {
-                      started.countDown();
-                      try {
-                        new CountDownLatch(1).await(); // until interrupted
-                      } catch (InterruptedException e) {
-                        // cleaning up takes a while; the release must wait for it
-                        long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(300);
-                        while (System.nanoTime() < until) {
-                          Thread.onSpinWait();
-                        }
-                        finished.set(true);
-                      }
-                    });
-              } catch (Exception e) {
-                throw new IllegalStateException(e);
+              // cleaning up takes a while; the release must wait for it
+              long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(300);
+              while (System.nanoTime() < until) {
+                Thread.onSpinWait();
               }
+              finished.set(true);
             });
     assertThat(started.await(10, TimeUnit.SECONDS)).isTrue();
     gate.end(TERM, LossReason.CLOSED);
@@ -89,22 +79,12 @@ class TermGateTest {
     CountDownLatch release = new CountDownLatch(1);
     AtomicBoolean interrupted = new AtomicBoolean();
     CompletableFuture<Boolean> work =
-        CompletableFuture.supplyAsync(
+        untilInterrupted(
+            gate,
+            started,
             () -> {
-              try {
-                return gate.run(
-                    ctx -> {
-                      started.countDown();
-                      try {
-                        new CountDownLatch(1).await();
-                      } catch (InterruptedException e) {
-                        interrupted.set(true);
-                        release.await(); // holds on past the end
-                      }
-                    });
-              } catch (Exception e) {
-                throw new IllegalStateException(e);
-              }
+              interrupted.set(true);
+              release.await(); // holds on past the end
             });
     assertThat(started.await(10, TimeUnit.SECONDS)).isTrue();
     gate.end(TERM, LossReason.SESSION_LOST);
@@ -112,6 +92,35 @@ class TermGateTest {
     assertThat(work).as("still running: the end did not wait").isNotDone();
     release.countDown();
     assertThat(work.get(10, TimeUnit.SECONDS)).isTrue();
+  }
+
+  /** What the work does once interrupted. */
+  private interface OnInterrupt {
+    void run() throws InterruptedException;
+  }
+
+  /**
+   * Runs work through the gate on another thread: it counts {@code started} down, waits until
+   * interrupted, then does {@code then}.
+   */
+  private static CompletableFuture<Boolean> untilInterrupted(
+      TermGate gate, CountDownLatch started, OnInterrupt then) {
+    return CompletableFuture.supplyAsync(
+        () -> {
+          try {
+            return gate.run(
+                ctx -> {
+                  started.countDown();
+                  try {
+                    new CountDownLatch(1).await(); // until interrupted
+                  } catch (InterruptedException e) {
+                    then.run();
+                  }
+                });
+          } catch (Exception e) {
+            throw new IllegalStateException(e);
+          }
+        });
   }
 
   /** A context that leads until told otherwise; no connection. */
