@@ -133,14 +133,14 @@ public class LeadersEndpoint {
         if (key != null) {
           return response(400, name, key, "key is for a group, but '" + name + "' is a leader");
         }
-        Integer waiting = l.isLeader() ? waitingSessions(l) : null;
+        Waiting waiting = l.isLeader() ? waitingSessions(l) : null;
         if (!l.yield(wait)) {
           return notLeading(l);
         }
         Map<String, Object> body = body(name, null, true);
         body.put("cooldown", wait.toString());
         body.put("takeover", l.takeover().name());
-        body.put("waitingCandidates", waiting);
+        body.put("waitingCandidates", waiting == null ? null : waiting.candidates());
         String next = next(l, waiting, wait);
         body.put("next", next);
         LOG.info("[leader={}] Yielded through the leaders endpoint: {}", name, next);
@@ -197,16 +197,25 @@ public class LeadersEndpoint {
    * once; without one (POLL standbys wait between attempts and hold nothing) the key stays free
    * until a standby's next attempt, and this instance may take it back after its cooldown.
    */
-  private static String next(RetsuLeader l, Integer waiting, Duration cooldown) {
-    if (waiting != null && waiting > 0) {
-      return waiting
-          + (waiting == 1 ? " candidate session was" : " candidate sessions were")
-          + " waiting on the key (WAIT standbys): the first is granted it at once";
+  private static String next(RetsuLeader l, Waiting waiting, Duration cooldown) {
+    String others =
+        waiting == null || waiting.others() == 0
+            ? ""
+            : "; "
+                + waiting.others()
+                + (waiting.others() == 1 ? " session" : " sessions")
+                + " of another role also waited on the key, and the server grants it in queue"
+                + " order";
+    if (waiting != null && waiting.candidates() > 0) {
+      return waiting.candidates()
+          + (waiting.candidates() == 1 ? " candidate session was" : " candidate sessions were")
+          + " waiting on the key (WAIT standbys): the first is granted it at once"
+          + others;
     }
     String seen =
         waiting == null
             ? "whether a candidate was waiting on the key could not be read"
-            : "no candidate was waiting on the key";
+            : "no candidate was waiting on the key" + others;
     String text =
         seen
             + ": it stays free until a POLL standby's next attempt (each standby tries every"
@@ -223,33 +232,45 @@ public class LeadersEndpoint {
   }
 
   /**
-   * The sessions queued on the leader's key (WAIT standbys), from {@code pg_locks} on a connection
-   * borrowed from the locks' DataSource; null when it cannot be read.
+   * The sessions queued on the leader's key, from {@code pg_locks} on a connection borrowed from
+   * the locks' DataSource: how many are candidates and how many are not; null when it cannot be
+   * read. A candidate is a session of the candidates' role, the role the server says it logged in
+   * as ({@code usesysid}), as core decides it (DESIGN invariant 9): any role that can connect can
+   * queue on the key and name itself like a candidate. Core's own read of a key's queue lives in a
+   * package this module cannot reach on the module path, hence the statement here.
    */
-  private Integer waitingSessions(RetsuLeader l) {
+  private Waiting waitingSessions(RetsuLeader l) {
     javax.sql.DataSource ds = leaders.lockDataSource();
     if (ds == null) {
       return null;
     }
     dev.retsu.lock.LockKey k = l.key();
     String sql =
-        "SELECT count(*)::int4 FROM pg_catalog.pg_locks l WHERE l.locktype = 'advisory' AND NOT"
-            + " l.granted AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE"
-            + " d.datname = pg_catalog.current_database()) AND l.objsubid = ? AND l.classid ="
-            + " ?::int8::oid AND l.objid = ?::int8::oid";
+        "SELECT count(*) FILTER (WHERE c.candidate)::int4, count(*) FILTER (WHERE NOT"
+            + " c.candidate)::int4 FROM pg_catalog.pg_locks l LEFT JOIN LATERAL (SELECT"
+            + " coalesce(a.usesysid = (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname ="
+            + " SESSION_USER), false) AS candidate FROM pg_catalog.pg_stat_activity a WHERE a.pid ="
+            + " l.pid) s ON true CROSS JOIN LATERAL (SELECT coalesce(s.candidate, false) AS"
+            + " candidate) c WHERE l.locktype = 'advisory' AND NOT l.granted AND l.database ="
+            + " (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname ="
+            + " pg_catalog.current_database()) AND l.objsubid = ? AND l.classid = ?::int8::oid AND"
+            + " l.objid = ?::int8::oid";
     try (java.sql.Connection c = ds.getConnection();
         java.sql.PreparedStatement ps = c.prepareStatement(sql)) {
       ps.setInt(1, k.isTwoPart() ? 2 : 1);
       ps.setLong(2, Integer.toUnsignedLong(k.isTwoPart() ? k.first() : (int) (k.value() >>> 32)));
       ps.setLong(3, Integer.toUnsignedLong(k.isTwoPart() ? k.second() : (int) k.value()));
       try (java.sql.ResultSet rs = ps.executeQuery()) {
-        return rs.next() ? rs.getInt(1) : null;
+        return rs.next() ? new Waiting(rs.getInt(1), rs.getInt(2)) : null;
       }
     } catch (java.sql.SQLException | RuntimeException e) {
       LOG.debug("[leader={}] Could not count the sessions waiting on the key", l.name(), e);
       return null;
     }
   }
+
+  /** The sessions queued on a key: of the candidates' role, and of any other role. */
+  private record Waiting(int candidates, int others) {}
 
   private static Map<String, Object> body(String name, String key, boolean yielded) {
     Map<String, Object> body = new LinkedHashMap<>();

@@ -5,6 +5,7 @@ import static org.awaitility.Awaitility.await;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import dev.retsu.lock.testing.LoginOnlyRole;
 import dev.retsu.lock.testing.PostgresExtension;
 import dev.retsu.lock.testing.TestDatabase;
 import java.sql.Connection;
@@ -167,17 +168,35 @@ public abstract class AbstractStandbyReasonAndYieldIntegrationTest {
                             .contains("granted it at once");
                         await().atMost(Duration.ofSeconds(15)).until(leaderB::isLeader);
 
-                        // B yields with only a POLL standby (A, cooling down): nobody waits, and
-                        // the answer says the key stays free until a standby's next attempt.
-                        WebEndpointResponse<Map<String, Object>> toPoller =
-                            endpointB.yield("job", "100ms", null);
-                        assertThat(toPoller.getStatus()).isEqualTo(200);
-                        assertThat(toPoller.getBody()).containsEntry("waitingCandidates", 0);
-                        assertThat(toPoller.getBody().get("next").toString())
-                            .contains(
-                                "no candidate was waiting on the key",
-                                "until a POLL standby's next attempt",
-                                "may take the key back");
+                        // B yields with only a POLL standby (A, cooling down) and a session of
+                        // another role queued on the key under candidate a's name: no candidate
+                        // waits, whatever that session calls itself; the answer says so, and
+                        // that the key stays free until a standby's next attempt.
+                        try (LoginOnlyRole other = LoginOnlyRole.create(db, "queued")) {
+                          CompletableFuture<LoginOnlyRole.Holder> queued =
+                              CompletableFuture.supplyAsync(
+                                  () -> {
+                                    try {
+                                      return other.hold("retsu-lock:a", key);
+                                    } catch (java.sql.SQLException e) {
+                                      throw new IllegalStateException(e);
+                                    }
+                                  });
+                          await()
+                              .atMost(Duration.ofSeconds(15))
+                              .until(() -> db.waitingForAdvisoryLocks("retsu-lock:a") == 1);
+                          WebEndpointResponse<Map<String, Object>> toPoller =
+                              endpointB.yield("job", "100ms", null);
+                          assertThat(toPoller.getStatus()).isEqualTo(200);
+                          assertThat(toPoller.getBody()).containsEntry("waitingCandidates", 0);
+                          assertThat(toPoller.getBody().get("next").toString())
+                              .contains(
+                                  "no candidate was waiting on the key",
+                                  "1 session of another role also waited on the key",
+                                  "until a POLL standby's next attempt",
+                                  "may take the key back");
+                          queued.get(15, java.util.concurrent.TimeUnit.SECONDS).close();
+                        }
                       });
             });
   }
