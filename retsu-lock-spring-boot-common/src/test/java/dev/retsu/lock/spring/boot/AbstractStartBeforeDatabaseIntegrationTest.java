@@ -48,15 +48,9 @@ public abstract class AbstractStartBeforeDatabaseIntegrationTest {
   @Test
   void anApplicationStartedBeforeItsDatabaseLeadsOnceTheDatabaseIsUp() {
     int port = ChildJvm.freePort();
-    List<Class<?>> all = new ArrayList<>(line.autoConfigurations());
-    all.add(line.dataSourceAutoConfiguration());
-    all.add(RetsuLockAutoConfiguration.class);
-    new ApplicationContextRunner()
-        .withConfiguration(AutoConfigurations.of(all.toArray(Class<?>[]::new)))
+    beforeTheDatabase(port)
         .withUserConfiguration(Job.class)
         .withPropertyValues(
-            "spring.datasource.url=jdbc:postgresql://127.0.0.1:" + port + "/postgres",
-            "spring.datasource.username=postgres",
             "spring.datasource.hikari.connection-timeout=1000",
             "retsu.lock.leaders.job.retry-interval=300ms",
             "retsu.lock.leaders.job.refresh-interval=300ms")
@@ -89,15 +83,9 @@ public abstract class AbstractStartBeforeDatabaseIntegrationTest {
   @Test
   void withTheWatchOnAnApplicationStartedBeforeItsDatabaseStartsAndItsWatchReportsOnceItIsUp() {
     int port = ChildJvm.freePort();
-    List<Class<?>> all = new ArrayList<>(line.autoConfigurations());
-    all.add(line.dataSourceAutoConfiguration());
-    all.add(RetsuLockAutoConfiguration.class);
-    new ApplicationContextRunner()
-        .withConfiguration(AutoConfigurations.of(all.toArray(Class<?>[]::new)))
+    beforeTheDatabase(port)
         .withUserConfiguration(Changes.class)
         .withPropertyValues(
-            "spring.datasource.url=jdbc:postgresql://127.0.0.1:" + port + "/postgres",
-            "spring.datasource.username=postgres",
             "spring.datasource.hikari.connection-timeout=1000",
             "retsu.lock.watch.enabled=true",
             "retsu.lock.leaders.job.retry-interval=300ms",
@@ -186,5 +174,17 @@ public abstract class AbstractStartBeforeDatabaseIntegrationTest {
     public void run() {
       job.runs.incrementAndGet();
     }
+  }
+
+  /** An application whose data source points at a port with no server on it yet. */
+  private ApplicationContextRunner beforeTheDatabase(int port) {
+    List<Class<?>> all = new ArrayList<>(line.autoConfigurations());
+    all.add(line.dataSourceAutoConfiguration());
+    all.add(RetsuLockAutoConfiguration.class);
+    return new ApplicationContextRunner()
+        .withConfiguration(AutoConfigurations.of(all.toArray(Class<?>[]::new)))
+        .withPropertyValues(
+            "spring.datasource.url=jdbc:postgresql://127.0.0.1:" + port + "/postgres",
+            "spring.datasource.username=postgres");
   }
 }
